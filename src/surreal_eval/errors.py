@@ -1,0 +1,82 @@
+"""The package's one exception tree. Every error names what is wrong and where.
+
+    SurrealEvalError                 base: the CLI prints str(error) on one line, exits 1
+    ├── ConfigError                  a setting or argument is invalid (bad k, identifier, dimension)
+    ├── ConnectionFailed             the database cannot be reached or opened          (exit 3)
+    │   ├── AuthenticationFailed     the server refused the credentials
+    │   └── StoreBusy                another process holds the embedded store's lock
+    ├── InputError                   a file, row or value given to the harness is invalid (exit 2)
+    ├── Rejected                     the database refused a write (a constraint or reference)
+    ├── NotFound                     a question, article or run that does not exist
+    └── QueryFailed                  any other SurrealQL error, with the engine's message
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "SurrealEvalError",
+    "ConfigError",
+    "ConnectionFailed",
+    "AuthenticationFailed",
+    "StoreBusy",
+    "InputError",
+    "Rejected",
+    "NotFound",
+    "QueryFailed",
+]
+
+
+class SurrealEvalError(Exception):
+    """Base of every error this package raises on purpose."""
+
+    exit_code = 1
+
+
+class ConfigError(SurrealEvalError):
+    """A setting or argument is invalid."""
+
+    exit_code = 2
+
+
+class ConnectionFailed(SurrealEvalError):
+    """The database could not be reached or opened."""
+
+    exit_code = 3
+
+
+class AuthenticationFailed(ConnectionFailed):
+    """The server refused the user name or password."""
+
+
+class StoreBusy(ConnectionFailed):
+    """Another process has the persistent embedded store open."""
+
+
+class InputError(SurrealEvalError):
+    """Input given to the harness is invalid; the message names the file, line or id."""
+
+    exit_code = 2
+
+    def __init__(self, message: str, *, source: str | None = None, line: int | None = None) -> None:
+        where = ""
+        if source is not None:
+            where = f"{source}:{line}: " if line is not None else f"{source}: "
+        super().__init__(where + message)
+        self.source = source
+        self.line = line
+
+
+class Rejected(SurrealEvalError):
+    """The database refused a write because it breaks a rule of the schema."""
+
+    exit_code = 2
+
+
+class NotFound(SurrealEvalError):
+    """A record that was asked for does not exist."""
+
+    exit_code = 2
+
+
+class QueryFailed(SurrealEvalError):
+    """A SurrealQL statement failed for a reason not covered above."""

@@ -1,0 +1,84 @@
+"""Run an evaluation inside the database and read a run back."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from surrealdb import RecordID
+
+from .connection import Database, record_str, to_record
+from .errors import NotFound
+from .metrics import parse_retrievers
+from .models import MetricRow, QuestionResult, RunReport, SweepRow
+
+__all__ = ["evaluate", "load_run", "run_order"]
+
+_RUN_QUERY = "SELECT * FROM ONLY $run WHERE finished_at != NONE"
+_PER_QUESTION_QUERY = """
+SELECT question, retriever, floor, k, recall, hit_rate, precision, mrr, ndcg,
+       array::slice(ranking.ranked, 0, k) AS ranked, ranking.relevant AS relevant
+FROM eval_result WHERE run = $run AND retriever != 'floor_sweep'
+"""
+
+
+def run_order(retrievers: list[str]):
+    """Sort key for rows with `retriever` and `k`: report order of retrievers, then k."""
+    position = {name: i for i, name in enumerate(retrievers)}
+    return lambda row: (position.get(row["retriever"], len(position)), row.get("floor") or 0, row["k"])
+
+
+def evaluate(
+    db: Database,
+    *,
+    ks: list[int],
+    retrievers: list[str] | None = None,
+    label: str | None = None,
+    params: dict[str, Any] | None = None,
+    per_question: bool = False,
+) -> RunReport:
+    """Evaluate the golden set in the database (fn::run_evaluation), record the run, return its report.
+
+    `params` may set corpus, depth, rrf_k, floor and floors; the database fills the defaults.
+    """
+    names = parse_retrievers(retrievers)
+    given = {k: v for k, v in (params or {}).items() if v is not None}
+    run = db.value(
+        "RETURN fn::run_evaluation($ks, $names, $given, $label)",
+        {"ks": ks, "names": names, "given": given, "label": label},
+    )
+    return load_run(db, run, per_question=per_question)
+
+
+def load_run(db: Database, run: str | RecordID, *, per_question: bool = False) -> RunReport:
+    """The report of a finished run, by id (`eval_run:xyz` or `xyz`)."""
+    run_id = to_record(run, "eval_run")
+    row = db.value(_RUN_QUERY, {"run": run_id})
+    if not row:
+        raise NotFound(f"no finished run {record_str(run_id)}: `surreal-eval history` lists the runs")
+    order = run_order(row["retrievers"])
+    report = RunReport(
+        run=record_str(row["id"]),
+        questions=row["questions"],
+        label=row.get("label"),
+        created_at=row["created_at"],
+        ks=row["ks"],
+        retrievers=row["retrievers"],
+        params=row["params"],
+        results=[MetricRow(**m) for m in sorted(row["means"], key=order)],
+        sweep=[SweepRow(**m) for m in sorted(row["sweep"], key=order)],
+    )
+    if per_question:
+        rows = db.value(_PER_QUESTION_QUERY, {"run": run_id})
+        rows.sort(key=lambda r: (record_str(r["question"]), order(r)))
+        report.per_question = [
+            QuestionResult(
+                **{
+                    **r,
+                    "question": record_str(r["question"]),
+                    "ranked": [record_str(x) for x in r["ranked"]],
+                    "relevant": [record_str(x) for x in r["relevant"] or []],
+                }
+            )
+            for r in rows
+        ]
+    return report

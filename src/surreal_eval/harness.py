@@ -1,0 +1,156 @@
+"""Import the harness's SurrealQL files into a database, in a fixed order, recording checksums.
+
+Some SurrealQL needs literals where parameters are not allowed (an index dimension, a KNN depth).
+Those are written `{{name}}` in the files and filled here, in exactly one place, after validation.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from importlib import resources
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from .connection import Database
+from .errors import ConfigError
+
+__all__ = [
+    "HARNESS_SCRIPTS",
+    "HarnessConfig",
+    "surql_dir",
+    "render",
+    "import_harness",
+    "import_seed",
+    "harness_config",
+]
+
+#: The files that make up the harness, in the order they are applied.
+HARNESS_SCRIPTS = ("schema", "retrievers", "metrics", "history", "evaluate")
+SEED_SCRIPT = "seed"
+DEMO_DIMENSION = 4
+
+_PLACEHOLDER = re.compile(r"\{\{\s*([a-z_]+)\s*\}\}")
+_IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
+
+
+class HarnessConfig(BaseModel):
+    """The literals the harness is rendered with; stored in the database as `harness_config:current`."""
+
+    model_config = ConfigDict(frozen=True)
+
+    dimension: int = Field(gt=0, le=16384)
+    knn_depth: int = Field(default=100, gt=0, le=10000)
+    knn_ef: int = Field(default=100, gt=0, le=10000)
+
+
+def surql_dir() -> Path:
+    """The folder holding the .surql files: inside the installed package, or the source tree's surql/."""
+    packaged = resources.files("surreal_eval") / "surql"
+    if packaged.is_dir():
+        return Path(str(packaged))
+    source = Path(__file__).resolve().parents[2] / "surql"
+    if source.is_dir():
+        return source
+    raise ConfigError("the harness's surql/ folder is missing from this installation")
+
+
+def identifier(name: str, *, what: str = "name") -> str:
+    """`name` if it is a plain SurrealQL identifier (letters, digits, _), else a ConfigError."""
+    if not _IDENTIFIER.match(name):
+        raise ConfigError(f"{what} {name!r} is not a valid identifier: use letters, digits and _")
+    return name
+
+
+def render(text: str, values: dict[str, int | str], *, source: str = "<text>") -> str:
+    """`text` with every `{{name}}` replaced by its validated value; an unknown name is an error."""
+    clean: dict[str, str] = {}
+    for key, value in values.items():
+        if isinstance(value, bool) or not isinstance(value, (int, str)):
+            raise ConfigError(f"template value {key} must be an integer or identifier, got {value!r}")
+        clean[key] = str(value) if isinstance(value, int) else identifier(value, what=key)
+
+    def fill(match: re.Match[str]) -> str:
+        if match[1] not in clean:
+            line = text.count("\n", 0, match.start()) + 1
+            raise ConfigError(f"{source}:{line}: no value for placeholder {{{{{match[1]}}}}}")
+        return clean[match[1]]
+
+    return _PLACEHOLDER.sub(fill, text)
+
+
+def _read(name: str) -> str:
+    path = surql_dir() / f"{name}.surql"
+    return path.read_text(encoding="utf-8")
+
+
+def harness_config(db: Database) -> HarnessConfig | None:
+    """The configuration the database's harness was imported with, or None before `init`."""
+    if not _has_harness(db):
+        return None
+    row = db.value("SELECT * OMIT id FROM ONLY harness_config:current")
+    return HarnessConfig(**row) if row else None
+
+
+def _stored_dimension(db: Database) -> int | None:
+    """The dimension of the embeddings already stored, if any article or question exists."""
+    found = db.value(
+        "RETURN array::len((SELECT VALUE embedding FROM article LIMIT 1)[0] "
+        "?? (SELECT VALUE embedding FROM question LIMIT 1)[0] ?? [])"
+    )
+    return found or None
+
+
+def import_harness(db: Database, config: HarnessConfig) -> list[str]:
+    """Apply every harness script to `db`, rendered with `config`; returns the script names applied.
+
+    Importing again with the same config changes nothing (every statement is DEFINE ... OVERWRITE).
+    A dimension that differs from the embeddings already stored is refused.
+    """
+    stored = _stored_dimension(db) if _has_harness(db) else None
+    if stored and stored != config.dimension:
+        raise ConfigError(
+            f"the database holds {stored}-d embeddings; it cannot be re-imported with dimension "
+            f"{config.dimension} (use a new database, or --dimension {stored})"
+        )
+    values = config.model_dump()
+    checksums = {}
+    for name in HARNESS_SCRIPTS:
+        text = render(_read(name), values, source=f"surql/{name}.surql")
+        _apply(db, text)
+        checksums[name] = hashlib.sha256(text.encode("utf-8")).hexdigest()
+    db.query(
+        """
+        DEFINE TABLE OVERWRITE harness_config SCHEMALESS;
+        UPSERT harness_config:current CONTENT $config RETURN NONE;
+        FOR $name IN object::keys($checksums) {
+            LET $sum = $checksums[$name];
+            LET $row = type::record('harness_script', $name);
+            IF $row.checksum != $sum {
+                UPSERT $row CONTENT { checksum: $sum, applied_at: time::now() } RETURN NONE;
+            };
+        };
+        """,
+        {"config": values, "checksums": checksums},
+    )
+    return list(checksums)
+
+
+def import_seed(db: Database) -> None:
+    """Apply surql/seed.surql, the lesson's ten articles and eight questions (4-d embeddings)."""
+    config = harness_config(db)
+    if config is None or config.dimension != DEMO_DIMENSION:
+        got = "no harness" if config is None else f"dimension {config.dimension}"
+        raise ConfigError(f"the demo seed needs the harness imported with dimension 4, found {got}")
+    _apply(db, _read(SEED_SCRIPT))
+
+
+def _has_harness(db: Database) -> bool:
+    tables = db.value("INFO FOR DB")["tables"]
+    return "harness_config" in tables
+
+
+def _apply(db: Database, text: str) -> None:
+    """Run one rendered script as a single transaction: all of it applies, or none."""
+    db.query(f"BEGIN TRANSACTION;\n{text}\nCOMMIT TRANSACTION;")

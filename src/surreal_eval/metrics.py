@@ -1,0 +1,62 @@
+"""The metric list and the one parser for metric names such as `recall@5` and cutoff lists `1,3,5`."""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from .errors import ConfigError
+
+__all__ = ["METRICS", "RETRIEVERS", "MetricSpec", "parse_metric", "parse_ks"]
+
+#: Every metric the database computes: one SurrealQL function fn::metric_<name> each
+#: (a test checks this tuple against the functions defined in the database).
+METRICS = ("recall", "hit_rate", "precision", "mrr", "ndcg")
+#: Every retriever an evaluation knows, in report order (fn::retriever_names in evaluate.surql).
+RETRIEVERS = ("bm25", "vector", "hybrid", "hybrid_floor")
+
+
+class MetricSpec(NamedTuple):
+    """A metric at a cutoff: `recall@5` is MetricSpec('recall', 5)."""
+
+    name: str
+    k: int
+
+    def __str__(self) -> str:
+        return f"{self.name}@{self.k}"
+
+
+def _positive_int(text: str, what: str) -> int:
+    try:
+        value = int(text.strip())
+    except ValueError:
+        raise ConfigError(f"{what} must be a whole number, got {text.strip()!r}") from None
+    if value < 1:
+        raise ConfigError(f"{what} must be at least 1, got {value}")
+    return value
+
+
+def parse_metric(text: str) -> MetricSpec:
+    """`recall@5` -> MetricSpec('recall', 5); the name must be one of METRICS."""
+    name, sep, k = text.strip().partition("@")
+    if name not in METRICS or not sep:
+        raise ConfigError(f"unknown metric {text!r}: use NAME@K with NAME one of {', '.join(METRICS)}")
+    return MetricSpec(name, _positive_int(k, f"the cutoff in {text!r}"))
+
+
+def parse_ks(text: str) -> list[int]:
+    """`1,3,5` -> [1, 3, 5]: distinct positive cutoffs, sorted."""
+    parts = [p for p in text.split(",") if p.strip()]
+    if not parts:
+        raise ConfigError("no cutoff given: pass --k as a comma-separated list such as 1,3,5")
+    return sorted({_positive_int(p, "every k") for p in parts})
+
+
+def parse_retrievers(names: list[str] | None) -> list[str]:
+    """The retrievers asked for (all of them when none), checked against RETRIEVERS, in report order."""
+    if not names:
+        return list(RETRIEVERS)
+    wanted = {n.strip() for name in names for n in name.split(",") if n.strip()}
+    unknown = sorted(wanted - set(RETRIEVERS))
+    if unknown:
+        raise ConfigError(f"unknown retriever {', '.join(unknown)}: use {', '.join(RETRIEVERS)}")
+    return [r for r in RETRIEVERS if r in wanted]

@@ -1,0 +1,139 @@
+"""Pydantic models at the package's edges: what goes into the database and what comes out as JSON."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+__all__ = [
+    "Article",
+    "Question",
+    "MetricRow",
+    "QuestionResult",
+    "SweepRow",
+    "RunReport",
+    "RunSummary",
+    "RankedHit",
+    "RetrieverView",
+    "Diagnosis",
+]
+
+
+class Article(BaseModel):
+    """One corpus document."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: str = Field(min_length=1)
+    title: str = ""
+    content: str = ""
+    embedding: list[float]
+    metadata: dict[str, Any] | None = None
+
+
+class Question(BaseModel):
+    """One golden-set question with the articles that answer it and a grade per label (default 1)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: str = Field(min_length=1)
+    text: str
+    embedding: list[float]
+    relevant: list[str]
+    grades: list[float] | None = None
+    category: str | None = None
+
+
+class MetricRow(BaseModel):
+    """The mean of every metric for one retriever at one cutoff."""
+
+    retriever: str
+    k: int
+    questions: int
+    recall: float
+    hit_rate: float
+    precision: float
+    mrr: float
+    ndcg: float
+    floor: float | None = None
+
+
+class SweepRow(MetricRow):
+    """MetricRow of the floored hybrid at one floor of the sweep."""
+
+
+class QuestionResult(BaseModel):
+    """Every metric of one question for one retriever at one cutoff, and the ranking scored."""
+
+    question: str
+    retriever: str
+    k: int
+    recall: float
+    hit_rate: float
+    precision: float
+    mrr: float
+    ndcg: float
+    ranked: list[str]
+    relevant: list[str]
+    floor: float | None = None
+
+
+class RunReport(BaseModel):
+    """One evaluation run: its means per retriever and k, and optionally every question's result."""
+
+    run: str
+    questions: int
+    label: str | None = None
+    created_at: datetime | None = None
+    ks: list[int]
+    retrievers: list[str]
+    params: dict[str, Any]
+    results: list[MetricRow]
+    sweep: list[SweepRow] = []
+    per_question: list[QuestionResult] | None = None
+
+
+class RunSummary(BaseModel):
+    """A run as history lists it."""
+
+    run: str
+    created_at: datetime
+    label: str | None
+    questions: int
+    ks: list[int]
+    retrievers: list[str]
+    results: list[MetricRow]
+
+    def mean(self, retriever: str, metric: str, k: int) -> float | None:
+        """The mean of `metric`@`k` for `retriever` in this run, None if the run did not measure it."""
+        for row in self.results:
+            if row.retriever == retriever and row.k == k:
+                return getattr(row, metric)
+        return None
+
+
+class RankedHit(BaseModel):
+    """One record a retriever returned: its rank, score, title and whether it is labelled."""
+
+    rank: int
+    id: str
+    title: str
+    score: float
+    relevant: bool
+
+
+class RetrieverView(BaseModel):
+    retriever: str
+    hits: list[RankedHit]
+
+
+class Diagnosis(BaseModel):
+    """One question beside what each retriever returned for it (the lesson's diagnosis step)."""
+
+    question: str
+    text: str
+    k: int
+    labels: list[dict[str, Any]]
+    retrievers: list[RetrieverView]

@@ -1,0 +1,48 @@
+"""Connection settings: where the database is and who connects, read from flags or the environment."""
+
+from __future__ import annotations
+
+import os
+from typing import Mapping
+
+from pydantic import BaseModel, ConfigDict, SecretStr
+
+__all__ = ["Settings", "DEFAULT_URL", "ENV_PREFIX"]
+
+ENV_PREFIX = "SURREAL_EVAL_"
+#: A persistent embedded store in the working directory: history survives between commands.
+DEFAULT_URL = "surrealkv://surreal-eval.db"
+
+
+class Settings(BaseModel):
+    """Where to connect. The password is a SecretStr: it never appears in repr, str or logs."""
+
+    model_config = ConfigDict(frozen=True)
+
+    url: str = DEFAULT_URL
+    namespace: str = "surreal_eval"
+    database: str = "surreal_eval"
+    user: str | None = None
+    password: SecretStr | None = None
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None, **overrides: object) -> "Settings":
+        """Settings from SURREAL_EVAL_URL, _NS, _DB, _USER and _PASS, with non-None overrides on top."""
+        env = os.environ if env is None else env
+        values: dict[str, object] = {}
+        for field, key in (("url", "URL"), ("namespace", "NS"), ("database", "DB"),
+                           ("user", "USER"), ("password", "PASS")):
+            if env.get(ENV_PREFIX + key):
+                values[field] = env[ENV_PREFIX + key]
+        values.update({k: v for k, v in overrides.items() if v is not None})
+        return cls(**values)
+
+    @property
+    def is_embedded(self) -> bool:
+        """True for the in-process engines (mem://, surrealkv://, rocksdb://, file://)."""
+        return self.url.split("://", 1)[0] in {"mem", "memory", "surrealkv", "rocksdb", "file"}
+
+    def describe(self) -> str:
+        """Where this connects, for messages: the URL, namespace and database, never the password."""
+        who = f"{self.user}@" if self.user else ""
+        return f"{who}{self.url} ({self.namespace}/{self.database})"

@@ -1,0 +1,45 @@
+"""One fixture family: a fresh embedded SurrealDB 3 (mem://) with the harness imported."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+
+import pytest
+
+from surreal_eval import Database, HarnessConfig, Settings, connect, import_harness, import_seed
+
+SERVER_URL = os.environ.get("SURREAL_EVAL_TEST_URL")
+needs_server = pytest.mark.skipif(
+    not SERVER_URL,
+    reason="no server: `docker compose up -d` then SURREAL_EVAL_TEST_URL=ws://localhost:8000 "
+    "SURREAL_EVAL_TEST_USER=root SURREAL_EVAL_TEST_PASS=... pytest",
+)
+
+
+def fresh_db(dimension: int = 4, **config: int) -> Database:
+    db = connect(Settings(url="mem://"))
+    import_harness(db, HarnessConfig(dimension=dimension, **config))
+    return db
+
+
+@pytest.fixture
+def db() -> Iterator[Database]:
+    """A fresh in-memory database with the harness imported (dimension 4)."""
+    database = fresh_db()
+    yield database
+    database.close()
+
+
+@pytest.fixture
+def seeded(db: Database) -> Database:
+    """`db` with the lesson's demo seed: ten articles, eight questions."""
+    import_seed(db)
+    return db
+
+
+def snapshot(db: Database) -> dict:
+    """Everything a test needs to prove the database did not change: schema and every row."""
+    info = db.value("INFO FOR DB")
+    rows = {table: db.value("SELECT * FROM type::table($t) ORDER BY id", {"t": table}) for table in sorted(info["tables"])}
+    return {"info": info, "rows": rows}

@@ -1,0 +1,183 @@
+"""Bad input: one clear line, a non-zero exit, and the database exactly as it was."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from surreal_eval import (
+    AuthenticationFailed,
+    ConnectionFailed,
+    InputError,
+    Question,
+    Rejected,
+    Settings,
+    add_questions,
+    connect,
+    delete_article,
+    evaluate,
+)
+from surreal_eval.cli import app
+
+from .conftest import snapshot
+
+HOSTILE = [
+    "'; REMOVE TABLE article; --",
+    '"); DELETE article; RETURN ("',
+    "`article` ⟨question⟩ $x {{dimension}} \\u0000 /* */",
+    "SELECT * FROM article; DEFINE USER hacker ON ROOT PASSWORD 'x' ROLES OWNER;",
+]
+
+
+def q(qid="q1", text="where is my parcel", embedding=(0.0, 0.1, 0.9, 0.0), relevant=("track_order",), **kw):
+    return Question(id=qid, text=text, embedding=list(embedding), relevant=list(relevant), **kw)
+
+
+@pytest.mark.parametrize(
+    ("question", "message"),
+    [
+        (q(relevant=()), "no labels"),
+        (q(embedding=(0.1, 0.2, 0.3)), "embedding has 3 values, the index expects 4"),
+        (q(relevant=("track_order", "no_such_article")), "label article:no_such_article does not exist"),
+        (q(relevant=("track_order", "track_order")), "labelled twice"),
+        (q(grades=[1, 2]), "2 grades for 1 labels"),
+        (q(text="   "), "text is empty"),
+    ],
+)
+def test_bad_question_is_refused_and_nothing_changes(seeded, question, message):
+    before = snapshot(seeded)
+    with pytest.raises(InputError, match=message) as caught:
+        add_questions(seeded, [q("fine_one"), question])
+    assert "q1" in str(caught.value) and "\n" not in str(caught.value)
+    assert snapshot(seeded) == before
+
+
+@pytest.mark.parametrize(
+    ("statement", "field"),
+    [
+        ("CREATE question:x CONTENT {text: 'a', embedding: [1,0,0,0], relevant: []}", "relevant"),
+        ("CREATE question:x CONTENT {text: 'a', embedding: [1,0,0], relevant: [article:track_order]}", "embedding"),
+        ("CREATE question:x CONTENT {text: 'a', embedding: [1,0,0,0], relevant: [article:nope]}", "relevant"),
+        ("CREATE question:x CONTENT {text: 'a', embedding: [1,0,0,0], relevant: [question:signin]}", "relevant"),
+    ],
+)
+def test_the_schema_itself_refuses_bad_questions_written_in_surrealql(seeded, statement, field):
+    before = snapshot(seeded)
+    with pytest.raises(Exception, match=field):
+        seeded.query(statement)
+    assert snapshot(seeded) == before
+
+
+def test_deleting_a_labelled_article_is_refused(seeded):
+    before = snapshot(seeded)
+    with pytest.raises(Rejected, match="article:refund_request is labelled by question:money_back"):
+        delete_article(seeded, "refund_request")
+    with pytest.raises(Rejected, match="Cannot delete"):
+        seeded.query("DELETE article:refund_request")
+    assert snapshot(seeded) == before
+    delete_article(seeded, "contact_support")  # not labelled: allowed
+    assert seeded.value("RETURN record::exists(article:contact_support)") is False
+
+
+@pytest.mark.parametrize("text", HOSTILE)
+def test_question_text_full_of_surrealql_is_only_ever_a_value(seeded, text):
+    tables = set(seeded.value("INFO FOR DB")["tables"])
+    add_questions(seeded, [q("hostile", text=text)])
+    assert seeded.value("RETURN question:hostile.text") == text
+    report = evaluate(seeded, ks=[3], per_question=True)
+    assert report.questions == 9
+    assert seeded.value("RETURN count(SELECT * FROM article)") == 10
+    assert set(seeded.value("INFO FOR DB")["tables"]) == tables
+    assert seeded.value("INFO FOR ROOT")["users"] == {}
+
+
+def test_ids_with_surrealql_syntax_are_only_ever_values(seeded):
+    weird = "x`; REMOVE TABLE article; --⟩"
+    add_questions(seeded, [q(weird)])
+    assert seeded.value("RETURN type::record('question', $id).text", {"id": weird}) == "where is my parcel"
+    assert seeded.value("RETURN count(SELECT * FROM article)") == 10
+
+
+def test_unreachable_server_is_a_connection_error():
+    with pytest.raises(ConnectionFailed, match="cannot reach"):
+        connect(Settings(url="ws://127.0.0.1:9/rpc"))
+
+
+def test_wrong_password_is_an_authentication_error():
+    with pytest.raises(AuthenticationFailed, match="refused the credentials") as caught:
+        connect(Settings(url="mem://", user="root", password="definitely-wrong"))
+    assert "definitely-wrong" not in str(caught.value)
+
+
+runner = CliRunner()
+
+
+def cli(store, *args):
+    return runner.invoke(app, ["--url", f"surrealkv://{store}", *args])
+
+
+def one_line_error(result, code):
+    assert result.exit_code == code, result.output
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr
+    assert "Traceback" not in result.output
+    return lines[0]
+
+
+@pytest.fixture
+def store(tmp_path):
+    path = tmp_path / "store"
+    assert cli(path, "init", "--demo").exit_code == 0
+    return path
+
+
+def snapshot_of(store):
+    db = connect(Settings(url=f"surrealkv://{store}"))
+    try:
+        return snapshot(db)
+    finally:
+        db.close()
+
+
+@pytest.mark.parametrize(
+    ("row", "expected"),
+    [
+        ({"id": "n", "text": "t", "embedding": [1, 0, 0, 0], "relevant": []}, "'n': no labels"),
+        ({"id": "n", "text": "t", "embedding": [1, 0], "relevant": ["track_order"]}, "'n': embedding has 2 values"),
+        ({"id": "n", "text": "t", "embedding": [1, 0, 0, 0], "relevant": ["gone"]}, "label article:gone does not exist"),
+        ({"id": "n", "text": "t", "embedding": [1, 0, 0, 0]}, "golden.jsonl:2: relevant: Field required (id 'n')"),
+        ("{not json", "golden.jsonl:2: not valid JSON"),
+    ],
+)
+def test_cli_load_golden_refuses_bad_rows_with_one_line(store, tmp_path, row, expected):
+    path = tmp_path / "golden.jsonl"
+    good = {"id": "good", "text": "parcel", "embedding": [0, 0, 1, 0], "relevant": ["track_order"]}
+    path.write_text(json.dumps(good) + "\n" + (row if isinstance(row, str) else json.dumps(row)) + "\n")
+    before = snapshot_of(store)
+    line = one_line_error(cli(store, "load", "golden", str(path)), 2)
+    assert expected in line
+    assert snapshot_of(store) == before
+
+
+def test_cli_unreachable_server_exits_3_with_one_line():
+    line = one_line_error(runner.invoke(app, ["--url", "ws://127.0.0.1:9", "history"]), 3)
+    assert "cannot reach ws://127.0.0.1:9" in line
+
+
+def test_cli_wrong_password_exits_3_and_never_prints_it(store):
+    result = runner.invoke(app, ["--url", f"surrealkv://{store}", "--user", "root", "history"],
+                           env={"SURREAL_EVAL_PASS": "s3cret-pw"})
+    line = one_line_error(result, 3)
+    assert "refused the credentials" in line and "s3cret-pw" not in result.output
+
+
+def test_cli_bad_k_and_unknown_retriever_are_one_line_errors(store):
+    assert "every k must be a whole number" in one_line_error(cli(store, "evaluate", "--k", "1,x"), 2)
+    assert "unknown retriever" in one_line_error(cli(store, "evaluate", "--retriever", "bm26"), 2)
+
+
+def test_cli_debug_shows_the_traceback():
+    result = runner.invoke(app, ["--url", "ws://127.0.0.1:9", "--debug", "history"])
+    assert result.exit_code != 0 and isinstance(result.exception, ConnectionFailed)

@@ -1,0 +1,124 @@
+"""The CLI end to end: demo, init, load, evaluate, history, diagnose; JSON shapes; help everywhere."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import click
+import pytest
+from typer.main import get_command
+from typer.testing import CliRunner
+
+from surreal_eval.cli import app
+
+runner = CliRunner()
+README = Path(__file__).resolve().parents[1] / "README.md"
+METRIC_KEYS = {"retriever", "k", "recall", "hit_rate", "precision", "mrr", "ndcg"}
+
+
+def run(*args, store=None):
+    prefix = ["--url", f"surrealkv://{store}"] if store else []
+    result = runner.invoke(app, [*prefix, *args])
+    assert result.exit_code == 0, result.output
+    return result.stdout
+
+
+def test_demo_json_has_the_documented_shape():
+    data = json.loads(run("demo", "--json"))
+    assert data["run"].startswith("eval_run:") and data["questions"] == 8
+    assert {r["retriever"] for r in data["results"]} == {"bm25", "vector", "hybrid", "hybrid_floor"}
+    assert {r["k"] for r in data["results"]} == {1, 3, 5}
+    assert all(METRIC_KEYS <= set(r) for r in data["results"])
+    pq = data["per_question"]
+    assert len(pq) == 8 * 4 * 3
+    assert all(METRIC_KEYS | {"question", "ranked"} <= set(r) for r in pq)
+    assert all(re.fullmatch(r"article:\w+", x) for r in pq for x in r["ranked"])
+    assert all(len(r["ranked"]) <= r["k"] for r in pq)
+
+
+def test_demo_prints_recall_mrr_breakdown_and_sweep():
+    text = run("demo")
+    for part in ("recall", "mrr", "per question", "money_back", "floor sweep", "hybrid_floor"):
+        assert part in text
+
+
+def test_init_evaluate_history_on_the_persistent_store(tmp_path):
+    store = tmp_path / "store"
+    assert "imported" in run("init", "--demo", store=store)
+    data = json.loads(run("evaluate", "--k", "1,3", "--label", "first", "--json", store=store))
+    assert data["questions"] == 8 and "per_question" not in data
+    assert {(r["retriever"], r["k"]) for r in data["results"]} == {
+        (n, k) for n in ("bm25", "vector", "hybrid", "hybrid_floor") for k in (1, 3)}
+    data = json.loads(run("evaluate", "--k", "5", "--retriever", "bm25", "--retriever", "vector",
+                          "--per-question", "--json", store=store))
+    assert {r["retriever"] for r in data["results"]} == {"bm25", "vector"}
+    assert {r["retriever"] for r in data["per_question"]} == {"bm25", "vector"}
+    runs = json.loads(run("history", "--json", store=store))
+    assert [r["label"] for r in runs] == ["first", None]
+    assert "first" in run("history", "--metric", "recall@3", store=store)
+
+
+def test_history_survives_a_restart_of_the_cli_on_the_default_store(tmp_path):
+    env = {**os.environ, "PYTHONWARNINGS": "ignore"}
+    env.pop("SURREAL_EVAL_URL", None)
+
+    def cli(*args):
+        done = subprocess.run([sys.executable, "-m", "surreal_eval", *args], cwd=tmp_path, env=env,
+                              capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stderr
+        return done.stdout
+
+    cli("init", "--demo")
+    cli("evaluate", "--k", "3", "--label", "before-restart")
+    assert (tmp_path / "surreal-eval.db").exists()
+    runs = json.loads(cli("history", "--json"))
+    assert [r["label"] for r in runs] == ["before-restart"]
+    cli("evaluate", "--k", "3", "--label", "after-restart")
+    assert [r["label"] for r in json.loads(cli("history", "--json"))] == ["before-restart", "after-restart"]
+
+
+def test_diagnose_shows_labels_beside_each_retriever(tmp_path):
+    store = tmp_path / "store"
+    run("init", "--demo", store=store)
+    text = run("diagnose", "money_back", "--k", "5", store=store)
+    assert "Request a refund" in text and "bm25" in text and "Track your order" in text
+    result = runner.invoke(app, ["--url", f"surrealkv://{store}", "diagnose", "nope"])
+    assert result.exit_code == 2 and "no question question:nope" in result.stderr
+
+
+def test_load_corpus_and_golden_from_jsonl(tmp_path):
+    store = tmp_path / "store"
+    run("init", "--dimension", "2", store=store)
+    corpus = tmp_path / "corpus.jsonl"
+    corpus.write_text("\n".join(json.dumps(d) for d in [
+        {"id": "a", "title": "A", "content": "alpha beta", "embedding": [1, 0]},
+        {"id": "b", "title": "B", "content": "gamma delta", "embedding": [0, 1]},
+        {"id": "c", "title": "C", "content": "", "embedding": [0.5, 0.5]},
+    ]))
+    golden = tmp_path / "golden.jsonl"
+    golden.write_text(json.dumps({"id": "q", "text": "gamma", "embedding": [0, 1], "relevant": ["b"]}))
+    assert "loaded 3 articles" in run("load", "corpus", str(corpus), store=store)
+    assert "loaded 1 questions" in run("load", "golden", str(golden), store=store)
+    data = json.loads(run("evaluate", "--k", "1", "--json", store=store))
+    assert all(r["recall"] == 1.0 for r in data["results"])
+
+
+def _commands(group: click.Group, prefix=()):
+    for name, command in group.commands.items():
+        if isinstance(command, click.Group):
+            yield from _commands(command, (*prefix, name))
+        else:
+            yield (*prefix, name), command
+
+
+@pytest.mark.parametrize("path", [p for p, _ in _commands(get_command(app))], ids=" ".join)
+def test_every_command_has_help_and_is_in_the_readme(path):
+    command = dict(_commands(get_command(app)))[path]
+    assert command.help, f"{' '.join(path)} has no help text"
+    assert runner.invoke(app, [*path, "--help"]).exit_code == 0
+    assert f"surreal-eval {' '.join(path)}" in README.read_text(), f"README does not mention {' '.join(path)}"

@@ -1,0 +1,85 @@
+"""Importing the SurrealQL: fixed order, idempotent, checksummed, literals validated."""
+
+from __future__ import annotations
+
+import pytest
+
+from surreal_eval import ConfigError, HarnessConfig, evaluate, import_harness, import_seed
+from surreal_eval.harness import HARNESS_SCRIPTS, render
+
+from .conftest import fresh_db, snapshot
+
+
+def test_importing_twice_changes_nothing(seeded):
+    evaluate(seeded, ks=[1, 3])
+    before = snapshot(seeded)
+    import_harness(seeded, HarnessConfig(dimension=4))
+    import_seed(seeded)
+    assert snapshot(seeded) == before
+
+
+def test_import_records_a_checksum_per_script(db):
+    rows = db.value("SELECT record::id(id) AS name, checksum FROM harness_script")
+    assert sorted(r["name"] for r in rows) == sorted(HARNESS_SCRIPTS)
+    assert all(len(r["checksum"]) == 64 for r in rows)
+    assert len(db.value("RETURN fn::harness_checksum()")) == 64
+
+
+def test_a_run_records_the_harness_checksum(seeded):
+    report = evaluate(seeded, ks=[1])
+    stored = seeded.value("RETURN type::record('eval_run', $id).harness", {"id": report.run.split(":", 1)[1]})
+    assert stored == seeded.value("RETURN fn::harness_checksum()")
+
+
+def test_dimension_is_chosen_at_import():
+    db = fresh_db(dimension=7)
+    try:
+        indexes = db.value("INFO FOR TABLE article")["indexes"]
+        assert "DIMENSION 7" in indexes["article_embedding"]
+        assert "FULLTEXT" in indexes["article_content"] and "BM25" in indexes["article_content"]
+    finally:
+        db.close()
+
+
+def test_changing_the_dimension_of_a_filled_database_is_refused(seeded):
+    before = snapshot(seeded)
+    with pytest.raises(ConfigError, match="holds 4-d embeddings"):
+        import_harness(seeded, HarnessConfig(dimension=384))
+    assert snapshot(seeded) == before
+
+
+def test_seed_needs_dimension_4():
+    db = fresh_db(dimension=8)
+    try:
+        with pytest.raises(ConfigError, match="dimension 4"):
+            import_seed(db)
+    finally:
+        db.close()
+
+
+@pytest.mark.parametrize("value", ["article; REMOVE TABLE x", "1.5", True, 2.5])
+def test_render_refuses_anything_but_integers_and_identifiers(value):
+    with pytest.raises(ConfigError):
+        render("DEFINE INDEX i ON t FIELDS e HNSW DIMENSION {{dimension}}", {"dimension": value})
+
+
+def test_render_names_an_unfilled_placeholder():
+    with pytest.raises(ConfigError, match="x.surql:2: no value for placeholder"):
+        render("line one\n{{missing}}", {}, source="x.surql")
+
+
+def test_analyzer_stems_lowercases_and_splits_on_punctuation(db):
+    tokens = db.value("RETURN search::analyze('english', $t)", {"t": "Requests, RETRY-After; café"})
+    assert tokens == ["request", ",", "retri", "-", "after", ";", "cafe"] or "request" in tokens
+    assert "retri" in tokens and "after" in tokens and "cafe" in tokens
+
+
+def test_vector_retriever_refuses_k_deeper_than_its_index(seeded):
+    with pytest.raises(Exception, match="deeper than the vector index depth 100"):
+        evaluate(seeded, ks=[101])
+
+
+def test_evaluating_an_empty_golden_set_is_a_clear_error(db):
+    with pytest.raises(Exception, match="golden set is empty"):
+        evaluate(db, ks=[1])
+    assert db.value("SELECT * FROM eval_run") == []

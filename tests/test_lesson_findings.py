@@ -1,0 +1,101 @@
+"""The lesson's findings, reproduced by surql/seed.surql and asserted one by one."""
+
+from __future__ import annotations
+
+import pytest
+
+from surreal_eval import evaluate, run_demo
+from surreal_eval.demo import DEMO_KS
+
+
+@pytest.fixture
+def report(seeded):
+    return evaluate(seeded, ks=DEMO_KS, per_question=True)
+
+
+def ranked(report, question, retriever, k):
+    """The top k of the run's ranking (the run ranks once, at its deepest k)."""
+    (row,) = [r for r in report.per_question
+              if r.question == f"question:{question}" and r.retriever == retriever and r.k == max(report.ks)]
+    return row.ranked[:k]
+
+
+def mean(report, retriever, k, metric="recall"):
+    (row,) = [r for r in report.results if r.retriever == retriever and r.k == k]
+    return getattr(row, metric)
+
+
+def test_seed_has_ten_articles_and_eight_questions(seeded):
+    assert seeded.value("RETURN count(SELECT * FROM article)") == 10
+    assert seeded.value("RETURN count(SELECT * FROM question)") == 8
+
+
+def test_signin_question_shares_no_vocabulary_with_its_labels(seeded, report):
+    assert seeded.value("RETURN fn::retrieve_bm25(question:signin.text, 10)") == []
+    assert set(ranked(report, "signin", "vector", 3)) == {
+        "article:password_reset", "article:account_locked", "article:enable_2fa"}
+
+
+def test_bm25_ranks_the_rate_limit_article_first_for_429(report):
+    assert ranked(report, "rate_limit", "bm25", 1) == ["article:api_rate_limits"]
+
+
+def test_vector_search_misses_the_rate_limit_article(report):
+    assert "article:api_rate_limits" not in ranked(report, "rate_limit", "vector", max(DEMO_KS))
+
+
+def test_hybrid_recovers_the_rate_limit_article_in_the_top_3(report):
+    assert "article:api_rate_limits" in ranked(report, "rate_limit", "hybrid", 3)
+
+
+def test_vector_search_is_right_about_money_back(report):
+    assert ranked(report, "money_back", "vector", 2) == ["article:refund_request", "article:cancel_subscription"]
+
+
+def test_hybrid_at_3_returns_none_of_the_money_back_labels(report, seeded):
+    top3 = ranked(report, "money_back", "hybrid", 3)
+    labels = {"article:refund_request", "article:cancel_subscription"}
+    assert not labels & set(top3)
+    # because each of those three matches only one word of the question ("how", "money", "back")
+    assert set(top3) == {"article:track_order", "article:update_payment", "article:return_item"}
+    assert set(ranked(report, "money_back", "bm25", 5)) == set(top3)
+
+
+def test_a_lexical_floor_fixes_money_back(report):
+    assert set(ranked(report, "money_back", "hybrid_floor", 2)) == {"article:refund_request", "article:cancel_subscription"}
+    assert "article:api_rate_limits" in ranked(report, "rate_limit", "hybrid_floor", 3)
+
+
+def test_floored_hybrid_has_the_highest_recall_at_3(report):
+    floored = mean(report, "hybrid_floor", 3)
+    for other in ("bm25", "vector", "hybrid"):
+        assert floored > mean(report, other, 3), other
+
+
+def test_floor_sweep_shows_the_floor_matters(report):
+    by_floor = {row.floor: row.recall for row in report.sweep if row.k == 3}
+    assert by_floor[0] == mean(report, "hybrid", 3)  # floor 0 fuses every BM25 match: plain hybrid
+    assert by_floor[3] == mean(report, "hybrid_floor", 3)
+    assert by_floor[3] > by_floor[0]
+
+
+def test_standalone_retriever_functions_agree_with_the_run(seeded, report):
+    q = "question:rate_limit"
+    assert seeded.value(f"RETURN fn::retrieve_hybrid({q}.text, {q}.embedding, 5)") == [
+        seeded.value(f"RETURN type::record('{x.split(':')[0]}', '{x.split(':')[1]}')") for x in ranked(report, "rate_limit", "hybrid", 5)]
+    floored = seeded.value("RETURN fn::retrieve_hybrid_floor(question:money_back.text, question:money_back.embedding, 5, 3.0)")
+    assert [str(r.id) for r in floored[:2]] == ["refund_request", "cancel_subscription"]
+
+
+def test_fn_evaluate_returns_means_and_the_sweep(seeded, report):
+    got = seeded.value("RETURN fn::evaluate(5)")
+    means = {m["retriever"]: m["recall"] for m in got["means"]}
+    assert means == {r: mean(report, r, 5) for r in ("bm25", "vector", "hybrid", "hybrid_floor")}
+    assert {s["floor"] for s in got["sweep"]} == {0, 1, 2, 3, 4, 5}
+
+
+def test_demo_reports_the_same_numbers():
+    demo = run_demo()
+    assert demo.questions == 8 and demo.ks == DEMO_KS
+    assert {r.retriever for r in demo.results} == {"bm25", "vector", "hybrid", "hybrid_floor"}
+    assert len(demo.per_question) == 8 * 4 * 3
