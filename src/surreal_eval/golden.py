@@ -70,6 +70,12 @@ def add_questions(db: Database, questions: Iterable[Question]) -> int:
         _check_embedding("question", qid, question.embedding, dimension)
         row = question.model_dump(exclude_none=True)
         row.update(id=to_record(qid, "question"), relevant=labels)
+        if question.passages:
+            docs = set(map(record_str, labels))
+            for passage in question.passages:
+                if record_str(to_record(passage.doc, "article")) not in docs:
+                    raise InputError(f"question {qid!r}: passage of {passage.doc} quotes a document that is not among its labels")
+            row["passages"] = [{**p.model_dump(), "doc": to_record(p.doc, "article")} for p in question.passages]
         rows.append(row)
     if not rows:
         return 0

@@ -24,10 +24,17 @@ __all__ = [
     "import_harness",
     "import_seed",
     "harness_config",
+    "define_corpus",
+    "define_corpus_indexes",
+    "corpus_tables",
+    "identifier",
 ]
 
-#: The files that make up the harness, in the order they are applied.
-HARNESS_SCRIPTS = ("schema", "retrievers", "metrics", "history", "evaluate")
+#: The files that make up the harness, in the order they are applied. corpus and corpus_indexes
+#: are templates of one corpus table, applied here for `article` (and by define_corpus for others).
+HARNESS_SCRIPTS = ("schema", "corpus", "corpus_indexes", "retrievers", "metrics", "history", "evaluate")
+CORPUS_SCRIPTS = ("corpus", "corpus_indexes")
+DOCUMENTS = "article"
 SEED_SCRIPT = "seed"
 DEMO_DIMENSION = 4
 
@@ -114,7 +121,7 @@ def import_harness(db: Database, config: HarnessConfig) -> list[str]:
             f"the database holds {stored}-d embeddings; it cannot be re-imported with dimension "
             f"{config.dimension} (use a new database, or --dimension {stored})"
         )
-    values = config.model_dump()
+    values = {**config.model_dump(), "corpus": DOCUMENTS}
     checksums = {}
     for name in HARNESS_SCRIPTS:
         text = render(_read(name), values, source=f"surql/{name}.surql")
@@ -132,7 +139,7 @@ def import_harness(db: Database, config: HarnessConfig) -> list[str]:
             };
         };
         """,
-        {"config": values, "checksums": checksums},
+        {"config": config.model_dump(), "checksums": checksums},
     )
     return list(checksums)
 
@@ -144,6 +151,39 @@ def import_seed(db: Database) -> None:
         got = "no harness" if config is None else f"dimension {config.dimension}"
         raise ConfigError(f"the demo seed needs the harness imported with dimension 4, found {got}")
     _apply(db, _read(SEED_SCRIPT))
+
+
+def define_corpus(db: Database, table: str, *, indexes: bool = True) -> None:
+    """Define (or re-define, idempotently) corpus table `table` with the harness's dimension.
+
+    With `indexes=False` the BM25 and HNSW indexes are left out, for a bulk load that defines them
+    afterwards with define_corpus_indexes (one pass over the data instead of one per row).
+    """
+    config = _require_config(db)
+    values = {"corpus": identifier(table, what="corpus table"), "dimension": config.dimension}
+    _apply(db, render(_read("corpus"), values, source="surql/corpus.surql"))
+    if indexes:
+        define_corpus_indexes(db, table)
+
+
+def define_corpus_indexes(db: Database, table: str) -> None:
+    """Define the FULLTEXT (BM25) and HNSW indexes of corpus table `table`, building them now."""
+    config = _require_config(db)
+    values = {"corpus": identifier(table, what="corpus table"), "dimension": config.dimension}
+    _apply(db, render(_read("corpus_indexes"), values, source="surql/corpus_indexes.surql"))
+
+
+def corpus_tables(db: Database) -> list[str]:
+    """Every table defined as a corpus by corpus.surql, `article` first."""
+    found = db.value("SELECT VALUE record::id(id) FROM corpus_table")
+    return sorted(found, key=lambda t: (t != DOCUMENTS, t))
+
+
+def _require_config(db: Database) -> HarnessConfig:
+    config = harness_config(db)
+    if config is None:
+        raise ConfigError("the harness is not imported here: run `surreal-eval init` first")
+    return config
 
 
 def _has_harness(db: Database) -> bool:

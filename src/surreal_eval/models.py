@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 __all__ = [
     "Article",
+    "Passage",
     "Question",
     "MetricRow",
     "QuestionResult",
@@ -33,8 +34,22 @@ class Article(BaseModel):
     metadata: dict[str, Any] | None = None
 
 
+class Passage(BaseModel):
+    """A label that survives re-chunking: a labelled document and a distinctive phrase of it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    doc: str = Field(min_length=1)
+    quote: str = Field(min_length=1)
+    grade: float = Field(default=1, gt=0)
+
+
 class Question(BaseModel):
-    """One golden-set question with the articles that answer it and a grade per label (default 1)."""
+    """One golden-set question with the articles that answer it and a grade per label (default 1).
+
+    `passages` optionally pins labels to phrases: on a chunk table each resolves to the chunks of
+    its document that contain the phrase. Every passage's document must also be in `relevant`.
+    """
 
     model_config = ConfigDict(extra="forbid")
 
@@ -44,6 +59,10 @@ class Question(BaseModel):
     relevant: list[str]
     grades: list[float] | None = None
     category: str | None = None
+    language: str | None = None
+    source: Literal["real", "synthetic"] | None = None
+    split: Literal["dev", "test"] | None = None
+    passages: list[Passage] | None = None
 
 
 class MetricRow(BaseModel):
