@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
-from typing import Annotated, Callable, Optional, TypeVar
+from typing import Annotated, Callable, NoReturn, Optional, TypeVar
 
 import typer
 from rich.console import Console
@@ -14,7 +14,7 @@ from . import display
 from .connection import Database, connect
 from .demo import run_demo
 from .diagnose import diagnose as diagnose_question
-from .errors import SurrealEvalError
+from .errors import ConfigError, InputError, SurrealEvalError
 from .evaluation import evaluate as run_evaluation
 from .golden import add_articles, add_questions
 from .harness import DEMO_DIMENSION, HarnessConfig, harness_config, import_harness, import_seed
@@ -31,6 +31,8 @@ app = typer.Typer(
 )
 load_app = typer.Typer(help="Load a corpus or a golden set from a file.", no_args_is_help=True)
 app.add_typer(load_app, name="load")
+export_app = typer.Typer(help="Write a run or the golden set as TREC files, for trec_eval or ranx.", no_args_is_help=True)
+app.add_typer(export_app, name="export")
 
 out = Console(highlight=False, soft_wrap=True)
 err = Console(stderr=True, highlight=False, soft_wrap=True)
@@ -45,15 +47,20 @@ class State:
 state = State()
 
 
+def _fail(error: SurrealEvalError) -> NoReturn:
+    """Print `error` as one line on stderr and exit with its code (re-raise it with --debug)."""
+    if state.debug:
+        raise error
+    err.print(f"error: {error}", markup=False)
+    raise typer.Exit(error.exit_code)
+
+
 def _run(action: Callable[[], T]) -> T:
     """Run a library call; our errors become one line on stderr and their exit code."""
     try:
         return action()
     except SurrealEvalError as error:
-        if state.debug:
-            raise
-        err.print(f"error: {error}", markup=False)
-        raise typer.Exit(error.exit_code) from None
+        _fail(error)
 
 
 def _with_db(action: Callable[[Database], T]) -> T:
@@ -183,3 +190,73 @@ def diagnose(
     """Show a question's labelled articles beside each retriever's top k, with scores."""
     found = _with_db(lambda db: diagnose_question(db, question, k=k, params={"corpus": corpus, "floor": floor}))
     display.show_diagnosis(out, found)
+
+
+def _write_lines(lines, output: Optional[Path]) -> int:
+    count = 0
+    if output is None:
+        for line in lines:
+            typer.echo(line)
+            count += 1
+        return count
+    try:
+        with output.open("w", encoding="utf-8") as handle:
+            for line in lines:
+                handle.write(line + "\n")
+                count += 1
+    except OSError as error:
+        raise InputError(f"cannot write: {error.strerror}", source=str(output)) from None
+    return count
+
+
+OutputOpt = Annotated[Optional[Path], typer.Option("--output", "-o", help="Write to this file instead of stdout.")]
+
+
+@export_app.command("run")
+def export_run(
+    run: Annotated[str, typer.Argument(help="Run id, e.g. eval_run:abc or abc (see `surreal-eval history`).")],
+    fmt: Annotated[str, typer.Option("--format", help="Output format (trec).")] = "trec",
+    retriever: Annotated[Optional[list[str]], typer.Option(help="Only these retrievers (default: all in the run).")] = None,
+    scores: Annotated[str, typer.Option(help="rank: strictly decreasing scores that keep this run's order; raw: the retrievers' own scores.")] = "rank",
+    output: OutputOpt = None,
+) -> None:
+    """Write a run's rankings as a TREC run file: qid Q0 docid rank score tag (tag = retriever)."""
+    from .export import export_run_trec
+
+    if fmt != "trec":
+        _fail(ConfigError(f"unknown --format {fmt!r}: trec is supported"))
+    count = _with_db(lambda db: _write_lines(export_run_trec(db, run, retrievers=retriever, scores=scores), output))
+    if output is not None:
+        err.print(f"wrote {count} lines to {output}")
+
+
+@export_app.command("qrels")
+def export_qrels(
+    run: Annotated[Optional[str], typer.Option(help="The labels a run scored against (resolved quote labels included); default: the golden set.")] = None,
+    output: OutputOpt = None,
+) -> None:
+    """Write the golden set's labels as TREC qrels: qid 0 docid grade."""
+    from .export import export_qrels_trec
+
+    count = _with_db(lambda db: _write_lines(export_qrels_trec(db, run=run), output))
+    if output is not None:
+        err.print(f"wrote {count} lines to {output}")
+
+
+@app.command()
+def chunk(
+    source: Annotated[str, typer.Option("--from", help="Corpus table to cut.")] = "article",
+    target: Annotated[str, typer.Option("--into", help="Chunk table to create or refill.")] = ...,
+    size: Annotated[int, typer.Option(help="Words per chunk.")] = 200,
+    overlap: Annotated[int, typer.Option(help="Words shared by consecutive chunks.")] = 0,
+    embedder: Annotated[Optional[str], typer.Option(envvar="SURREAL_EVAL_EMBEDDER", help="openai:MODEL@BASE_URL or local:MODEL.")] = None,
+) -> None:
+    """Split documents into a chunk table (each chunk keeps its document) and embed the chunks."""
+    from .chunking import chunk_corpus
+    from .embedders import embedder_from_spec
+
+    if not embedder:
+        _fail(ConfigError("chunks need embeddings: pass --embedder or set SURREAL_EVAL_EMBEDDER"))
+    model = _run(lambda: embedder_from_spec(embedder))
+    report = _with_db(lambda db: chunk_corpus(db, source=source, target=target, size=size, overlap=overlap, embedder=model))
+    out.print(f"cut {source} into {report.loaded} chunks in {target} ({size} words, overlap {overlap})")

@@ -40,6 +40,8 @@ def add_articles(db: Database, articles: Iterable[Article]) -> int:
         _check_embedding("article", article.id, article.embedding, dimension)
         row = article.model_dump(exclude_none=True)
         row["id"] = to_record(article.id, "article")
+        if article.doc is not None:
+            row["doc"] = to_record(article.doc, "article")
         rows.append(row)
     if rows:
         db.query(_UPSERT_ALL, {"rows": rows})

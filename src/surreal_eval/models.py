@@ -32,6 +32,8 @@ class Article(BaseModel):
     content: str = ""
     embedding: list[float]
     metadata: dict[str, Any] | None = None
+    doc: str | None = None  # for a chunk: the article it was cut from
+    position: int | None = None  # for a chunk: its index within that article
 
 
 class Passage(BaseModel):

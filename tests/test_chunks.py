@@ -1,0 +1,121 @@
+"""Chunk tables: splitting, document-level scoring of chunks, and quote labels that survive re-chunking."""
+
+from __future__ import annotations
+
+import pytest
+
+from surreal_eval import ConfigError, Rejected, evaluate
+from surreal_eval.chunking import chunk_documents, split_words
+from surreal_eval.harness import corpus_tables, define_corpus
+
+
+@pytest.mark.parametrize(
+    ("text", "size", "overlap", "expected"),
+    [
+        ("a b c d e", 2, 0, ["a b", "c d", "e"]),
+        ("a b c d e", 3, 1, ["a b c", "c d e"]),
+        ("a b c d e f", 3, 1, ["a b c", "c d e", "e f"]),
+        ("a  b\n\tc", 5, 2, ["a b c"]),
+        ("", 4, 0, [""]),
+        ("a b c d", 2, 1, ["a b", "b c", "c d"]),
+    ],
+)
+def test_split_words_hand_worked(text, size, overlap, expected):
+    assert split_words(text, size, overlap) == expected
+
+
+@pytest.mark.parametrize(("size", "overlap"), [(0, 0), (3, 3), (3, -1)])
+def test_split_words_refuses_impossible_windows(size, overlap):
+    with pytest.raises(ConfigError):
+        split_words("a b c", size, overlap)
+
+
+def make_chunks(db, table, size, overlap=0):
+    """A chunk table cut from the demo articles, each chunk embedded with its article's vector."""
+    define_corpus(db, table, indexes=False)
+    rows = list(chunk_documents(db, "article", size, overlap))
+    db.query(
+        """
+        FOR $c IN $rows {
+            LET $doc = type::record($c.doc);
+            UPSERT type::record($table, $c.id) CONTENT {
+                title: $c.title, content: $c.content, doc: $doc, position: $c.position, embedding: $doc.embedding
+            } RETURN NONE;
+        };
+        """,
+        {"rows": rows, "table": table},
+    )
+    from surreal_eval.harness import define_corpus_indexes
+
+    define_corpus_indexes(db, table)
+    return rows
+
+
+@pytest.fixture
+def chunked(seeded):
+    make_chunks(seeded, "chunk_small", 6)
+    make_chunks(seeded, "chunk_large", 14, 4)
+    return seeded
+
+
+def per_question(report, question, retriever):
+    (row,) = [r for r in report.per_question if r.question == question and r.retriever == retriever and r.k == max(report.ks)]
+    return row
+
+
+def test_chunk_tables_are_registered_and_tied_to_documents(chunked):
+    assert corpus_tables(chunked) == ["article", "chunk_large", "chunk_small"]
+    small = chunked.value("SELECT VALUE doc FROM chunk_small WHERE doc = article:api_rate_limits")
+    assert len(small) == 5  # 25 words in windows of 6
+    assert chunked.value("RETURN count(SELECT * FROM chunk_small WHERE doc = NONE)") == 0
+
+
+def test_document_labels_score_chunks_at_document_level(chunked):
+    report = evaluate(chunked, ks=[1, 3], params={"corpus": "chunk_small"}, per_question=True)
+    row = per_question(report, "question:rate_limit", "bm25")
+    assert row.ranked[0] == "article:api_rate_limits"  # chunks mapped to their document
+    assert len(row.ranked) == len(set(row.ranked))  # each document once, at its best chunk's rank
+    assert row.relevant == ["article:api_rate_limits"]
+
+
+def test_one_quote_labelled_golden_set_scores_two_chunkings(chunked):
+    chunked.query(
+        "UPDATE question:rate_limit SET passages = [{ doc: article:api_rate_limits, quote: '429 Too  many requests' }]"
+    )
+    small = evaluate(chunked, ks=[1, 5], params={"corpus": "chunk_small"}, per_question=True)
+    large = evaluate(chunked, ks=[1, 5], params={"corpus": "chunk_large"}, per_question=True)
+    # words 14-17 of the article: chunk 2 of the 6-word cut (words 12-17), chunk 1 of the 14/4 cut (10-23)
+    small_row = per_question(small, "question:rate_limit", "bm25")
+    large_row = per_question(large, "question:rate_limit", "bm25")
+    assert small_row.relevant == ["chunk_small:api_rate_limits#2"]
+    assert large_row.relevant == ["chunk_large:api_rate_limits#1"]
+    assert all(r.startswith("chunk_small:") for r in small_row.ranked)
+    assert small_row.recall > 0 and large_row.recall == 1.0
+    # questions without passages are still scored by document on both tables
+    assert per_question(small, "question:signin", "vector").relevant[0].startswith("article:")
+
+
+def test_a_quote_label_that_matches_nothing_is_reported_not_scored(chunked):
+    chunked.query("UPDATE question:money_back SET passages = [{ doc: article:refund_request, quote: 'store credit within a week' }]")
+    runs_before = chunked.value("RETURN count(SELECT * FROM eval_run)")
+    with pytest.raises(Rejected, match='question:money_back -> article:refund_request "store credit within a week"'):
+        evaluate(chunked, ks=[3], params={"corpus": "chunk_small"})
+    assert chunked.value("RETURN count(SELECT * FROM eval_run)") == runs_before
+
+
+def test_quote_labels_resolve_on_the_documents_too(chunked):
+    chunked.query("UPDATE question:rate_limit SET passages = [{ doc: article:api_rate_limits, quote: 'Retry-After header' }]")
+    report = evaluate(chunked, ks=[1], per_question=True)
+    assert per_question(report, "question:rate_limit", "bm25").relevant == ["article:api_rate_limits"]
+
+
+def test_a_phrase_cut_in_two_by_a_chunking_is_reported_for_that_chunking(chunked):
+    chunked.query("UPDATE question:rate_limit SET passages = [{ doc: article:api_rate_limits, quote: '100 requests per minute' }]")
+    evaluate(chunked, ks=[1], params={"corpus": "chunk_large"})  # words 4-7: inside chunk 0 (words 0-13)
+    with pytest.raises(Rejected, match="quote labels that match nothing in chunk_small"):
+        evaluate(chunked, ks=[1], params={"corpus": "chunk_small"})  # cut between chunk 0 (0-5) and 1 (6-11)
+
+
+def test_evaluating_an_unknown_corpus_table_is_refused(seeded):
+    with pytest.raises(Rejected, match="no corpus table chunk_nope"):
+        evaluate(seeded, ks=[1], params={"corpus": "chunk_nope"})
