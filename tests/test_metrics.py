@@ -43,6 +43,16 @@ CASES = [
     ([A], [A, C], [1, 1], 1, "ndcg", 1.0),  # ideal cut at k: one label fits
     ([A], [A, C], [1, 1], 5, "ndcg", 1 / (1 + 1 / L2(3))),  # shorter than k
     ([D, E], [A, C], [3, 1], 10, "ndcg", 0.0),
+    # average precision at k: sum of precision@i at relevant ranks i <= k, over all labels
+    ([A, B, C], [A, C], [1, 1], 3, "map", (1 / 1 + 2 / 3) / 2),
+    ([B, A, C], [A, C], [1, 1], 2, "map", (1 / 2) / 2),  # C below the cutoff still counts in the divisor
+    ([B, D], [A], [1], 2, "map", 0.0),
+    ([A], [A, B, C], [1, 1, 1], 10, "map", 1 / 3),  # ranking shorter than k
+    # R-precision: labels in the top R / R, R = number of labels, whatever k
+    ([A, B, C], [A, C], [1, 1], 1, "r_precision", 1 / 2),
+    ([B, C, A], [A, C], [1, 1], 3, "r_precision", 1 / 2),
+    ([A], [A, C], [1, 1], 10, "r_precision", 1 / 2),  # shorter than R
+    ([B], [A], [1], 5, "r_precision", 0.0),
 ]
 
 
@@ -55,7 +65,8 @@ def test_metric_matches_hand_worked_value(db, ranked, relevant, grades, k, metri
 
 def test_fn_metrics_returns_every_metric_at_once(db):
     got = db.value("RETURN fn::metrics([article:a, article:b], [article:b], [1], 2)")
-    assert got == pytest.approx({"recall": 1.0, "hit_rate": 1.0, "precision": 0.5, "mrr": 0.5, "ndcg": 1 / L2(3)})
+    assert got == pytest.approx({"recall": 1.0, "hit_rate": 1.0, "precision": 0.5, "mrr": 0.5, "ndcg": 1 / L2(3),
+                                 "map": 0.5, "r_precision": 0.0})
 
 
 def test_python_metric_list_is_the_databases(db):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import sys
 from pathlib import Path
 from typing import Annotated, Callable, NoReturn, Optional, TypeVar
 
@@ -20,7 +21,7 @@ from .golden import add_articles, add_questions
 from .harness import DEMO_DIMENSION, HarnessConfig, harness_config, import_harness, import_seed
 from .history import history as read_history
 from .loaders import read_articles_jsonl, read_questions_jsonl
-from .metrics import parse_ks, parse_metric
+from .metrics import parse_ks, parse_metric, parse_weights
 from .settings import DEFAULT_URL, Settings
 
 app = typer.Typer(
@@ -34,7 +35,7 @@ app.add_typer(load_app, name="load")
 export_app = typer.Typer(help="Write a run or the golden set as TREC files, for trec_eval or ranx.", no_args_is_help=True)
 app.add_typer(export_app, name="export")
 
-out = Console(highlight=False, soft_wrap=True)
+out = Console(highlight=False, width=None if sys.stdout.isatty() else 200)
 err = Console(stderr=True, highlight=False, soft_wrap=True)
 T = TypeVar("T")
 
@@ -149,12 +150,15 @@ def evaluate(
     floor: Annotated[Optional[float], typer.Option(help="BM25 floor of the floored hybrid.")] = None,
     rrf_k: Annotated[Optional[int], typer.Option(help="RRF constant.")] = None,
     depth: Annotated[Optional[int], typer.Option(help="Candidate depth of every retriever (default: deepest k).")] = None,
+    weights: Annotated[Optional[str], typer.Option(help="Linear fusion weights BM25,vector (hybrid_linear), e.g. 0.3,0.7.")] = None,
+    norm: Annotated[Optional[str], typer.Option(help="Linear fusion score normalisation: minmax or zscore.")] = None,
     per_question: Annotated[bool, typer.Option("--per-question", help="Include every question's result.")] = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Evaluate the golden set, record the run in history and print its means."""
     ks = _run(lambda: parse_ks(k))
-    params = {"corpus": corpus, "floor": floor, "rrf_k": rrf_k, "depth": depth}
+    params = {"corpus": corpus, "floor": floor, "rrf_k": rrf_k, "depth": depth, "norm": norm,
+              "weights": _run(lambda: parse_weights(weights)) if weights else None}
     report = _with_db(lambda db: run_evaluation(
         db, ks=ks, retrievers=retriever, label=label, params=params, per_question=per_question))
     if as_json:

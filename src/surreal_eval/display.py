@@ -25,14 +25,22 @@ def show_report(console: Console, report: RunReport, *, per_question: bool = Fal
         f"[bold]{title}[/bold]: {report.questions} questions, corpus {p.get('corpus')}, "
         f"depth {p.get('depth')}, RRF constant {p.get('rrf_k')}, floor {p.get('floor')}"
     )
-    table = Table(title="mean per retriever and k")
+    table = Table(title="mean per retriever and k [95% bootstrap interval over questions]")
     table.add_column("retriever")
     table.add_column("k", justify="right")
     for metric in METRICS:
         table.add_column(metric, justify="right")
     for row in report.results:
-        table.add_row(row.retriever, str(row.k), *(_fmt(getattr(row, m)) for m in METRICS))
+        table.add_row(row.retriever, str(row.k), *(_with_interval(row, m) for m in METRICS))
     console.print(table)
+    steps = next((r.resolution for r in report.results if r.resolution and r.k == max(report.ks)), None)
+    if steps:
+        console.print(
+            f"resolution at k={max(report.ks)} (the smallest change one question can make): "
+            + ", ".join(f"{m} {v:.4f}" for m, v in steps.items())
+        )
+    if report.warning:
+        console.print(f"[yellow]warning: {report.warning}[/yellow]")
 
     if per_question and report.per_question:
         deepest = max(report.ks)
@@ -64,6 +72,12 @@ def show_report(console: Console, report: RunReport, *, per_question: bool = Fal
         for floor in sorted(by_floor):
             table.add_row(f"{floor:g}", *(_fmt(by_floor[floor].get(k)) for k in report.ks), _fmt(mrr.get(floor)))
         console.print(table)
+
+
+def _with_interval(row, metric: str) -> str:
+    value = _fmt(getattr(row, metric))
+    bounds = (row.intervals or {}).get(metric)
+    return value if bounds is None else f"{value} [{bounds.low:.2f}, {bounds.high:.2f}]"
 
 
 def show_history(console: Console, runs: list[RunSummary], metric: str, k: int | None) -> None:

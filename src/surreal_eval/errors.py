@@ -8,7 +8,8 @@
     ├── InputError                   a file, row or value given to the harness is invalid (exit 2)
     ├── Rejected                     the database refused a write (a constraint or reference)
     ├── NotFound                     a question, article or run that does not exist
-    └── QueryFailed                  any other SurrealQL error, with the engine's message
+    ├── QueryFailed                  any other SurrealQL error, with the engine's message
+    └── EmbeddingFailed              an embedder could not turn texts into vectors       (exit 4)
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ __all__ = [
     "Rejected",
     "NotFound",
     "QueryFailed",
+    "EmbeddingFailed",
 ]
 
 
@@ -80,3 +82,14 @@ class NotFound(SurrealEvalError):
 
 class QueryFailed(SurrealEvalError):
     """A SurrealQL statement failed for a reason not covered above."""
+
+
+class EmbeddingFailed(SurrealEvalError):
+    """An embedding endpoint or local model failed; the message names the endpoint and the fix."""
+
+    exit_code = 4
+
+    def __init__(self, message: str, *, endpoint: str | None = None, status: int | None = None) -> None:
+        super().__init__(message)
+        self.endpoint = endpoint
+        self.status = status

@@ -8,14 +8,22 @@ from surrealdb import RecordID
 
 from .connection import Database, record_str, to_record
 from .errors import NotFound
-from .metrics import parse_retrievers
-from .models import MetricRow, QuestionResult, RunReport, SweepRow
+from .metrics import METRICS, parse_retrievers
+from .models import Bounds, MetricRow, QuestionResult, RunReport, SweepRow
+from .stats import confidence_interval, resolution, sample_warning
 
 __all__ = ["evaluate", "load_run", "run_order"]
 
 _RUN_QUERY = "SELECT * FROM ONLY $run WHERE finished_at != NONE"
+_SCORES_QUERY = """
+SELECT retriever, k, recall, hit_rate, precision, mrr, ndcg, map, r_precision
+FROM eval_result WHERE run = $run AND retriever != 'floor_sweep'
+"""
+_LABEL_COUNTS_QUERY = """
+SELECT VALUE array::len(relevant) FROM eval_ranking WHERE run = $run AND retriever = $retriever
+"""
 _PER_QUESTION_QUERY = """
-SELECT question, retriever, floor, k, recall, hit_rate, precision, mrr, ndcg,
+SELECT question, retriever, floor, k, recall, hit_rate, precision, mrr, ndcg, map, r_precision,
        array::slice(ranking.ranked, 0, k) AS ranked, ranking.relevant AS relevant
 FROM eval_result WHERE run = $run AND retriever != 'floor_sweep'
 """
@@ -35,6 +43,7 @@ def evaluate(
     label: str | None = None,
     params: dict[str, Any] | None = None,
     per_question: bool = False,
+    intervals: bool = True,
 ) -> RunReport:
     """Evaluate the golden set in the database (fn::run_evaluation), record the run, return its report.
 
@@ -46,16 +55,25 @@ def evaluate(
         "RETURN fn::run_evaluation($ks, $names, $given, $label)",
         {"ks": ks, "names": names, "given": given, "label": label},
     )
-    return load_run(db, run, per_question=per_question)
+    return load_run(db, run, per_question=per_question, intervals=intervals)
 
 
-def load_run(db: Database, run: str | RecordID, *, per_question: bool = False) -> RunReport:
-    """The report of a finished run, by id (`eval_run:xyz` or `xyz`)."""
+def load_run(
+    db: Database, run: str | RecordID, *, per_question: bool = False, intervals: bool = True
+) -> RunReport:
+    """The report of a finished run, by id (`eval_run:xyz` or `xyz`).
+
+    With `intervals` (the default) every mean carries its 95% bootstrap interval over questions
+    and its resolution, computed from the run's per-question results.
+    """
     run_id = to_record(run, "eval_run")
     row = db.value(_RUN_QUERY, {"run": run_id})
     if not row:
         raise NotFound(f"no finished run {record_str(run_id)}: `surreal-eval history` lists the runs")
     order = run_order(row["retrievers"])
+    results = [MetricRow(**m) for m in sorted(row["means"], key=order)]
+    if intervals:
+        _add_uncertainty(db, run_id, results, row["retrievers"][0])
     report = RunReport(
         run=record_str(row["id"]),
         questions=row["questions"],
@@ -64,8 +82,9 @@ def load_run(db: Database, run: str | RecordID, *, per_question: bool = False) -
         ks=row["ks"],
         retrievers=row["retrievers"],
         params=row["params"],
-        results=[MetricRow(**m) for m in sorted(row["means"], key=order)],
+        results=results,
         sweep=[SweepRow(**m) for m in sorted(row["sweep"], key=order)],
+        warning=sample_warning(row["questions"]),
     )
     if per_question:
         rows = db.value(_PER_QUESTION_QUERY, {"run": run_id})
@@ -82,3 +101,20 @@ def load_run(db: Database, run: str | RecordID, *, per_question: bool = False) -
             for r in rows
         ]
     return report
+
+
+def _add_uncertainty(db: Database, run_id: RecordID, rows: list[MetricRow], retriever: str) -> None:
+    """Fill each row's bootstrap interval and resolution per metric from the run's per-question scores."""
+    scores: dict[tuple[str, int], list[dict]] = {}
+    for result in db.value(_SCORES_QUERY, {"run": run_id}):
+        scores.setdefault((result["retriever"], result["k"]), []).append(result)
+    counts = db.value(_LABEL_COUNTS_QUERY, {"run": run_id, "retriever": retriever})
+    for row in rows:
+        per_question = scores.get((row.retriever, row.k), [])
+        if not per_question:
+            continue
+        row.intervals = {}
+        for metric in METRICS:
+            interval = confidence_interval([r[metric] for r in per_question])
+            row.intervals[metric] = Bounds(low=interval.low, high=interval.high)
+        row.resolution = {metric: resolution(counts, metric, k=row.k) for metric in METRICS} if counts else None

@@ -10,9 +10,11 @@ __all__ = ["METRICS", "RETRIEVERS", "MetricSpec", "parse_metric", "parse_ks"]
 
 #: Every metric the database computes: one SurrealQL function fn::metric_<name> each
 #: (a test checks this tuple against the functions defined in the database).
-METRICS = ("recall", "hit_rate", "precision", "mrr", "ndcg")
+METRICS = ("recall", "hit_rate", "precision", "mrr", "ndcg", "map", "r_precision")
 #: Every retriever an evaluation knows, in report order (fn::retriever_names in evaluate.surql).
-RETRIEVERS = ("bm25", "vector", "hybrid", "hybrid_floor")
+RETRIEVERS = ("bm25", "vector", "hybrid", "hybrid_floor", "hybrid_linear")
+#: The retrievers evaluated when none are named (fn::default_retrievers).
+DEFAULT_RETRIEVERS = ("bm25", "vector", "hybrid", "hybrid_floor")
 
 
 class MetricSpec(NamedTuple):
@@ -52,11 +54,22 @@ def parse_ks(text: str) -> list[int]:
 
 
 def parse_retrievers(names: list[str] | None) -> list[str]:
-    """The retrievers asked for (all of them when none), checked against RETRIEVERS, in report order."""
+    """The retrievers asked for (the defaults when none), checked against RETRIEVERS, in report order."""
     if not names:
-        return list(RETRIEVERS)
+        return list(DEFAULT_RETRIEVERS)
     wanted = {n.strip() for name in names for n in name.split(",") if n.strip()}
     unknown = sorted(wanted - set(RETRIEVERS))
     if unknown:
         raise ConfigError(f"unknown retriever {', '.join(unknown)}: use {', '.join(RETRIEVERS)}")
     return [r for r in RETRIEVERS if r in wanted]
+
+
+def parse_weights(text: str) -> list[float]:
+    """`0.3,0.7` -> [0.3, 0.7]: the linear fusion weights of BM25 and vector, two non-negative numbers."""
+    try:
+        weights = [float(p) for p in text.split(",")]
+    except ValueError:
+        raise ConfigError(f"--weights must be two numbers such as 0.3,0.7, got {text!r}") from None
+    if len(weights) != 2 or any(w < 0 for w in weights) or sum(weights) == 0:
+        raise ConfigError(f"--weights must be two non-negative numbers, not both 0 (BM25,vector), got {text!r}")
+    return weights

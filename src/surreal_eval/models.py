@@ -11,6 +11,7 @@ __all__ = [
     "Article",
     "Passage",
     "Question",
+    "Bounds",
     "MetricRow",
     "QuestionResult",
     "SweepRow",
@@ -67,8 +68,16 @@ class Question(BaseModel):
     passages: list[Passage] | None = None
 
 
+class Bounds(BaseModel):
+    """A 95% bootstrap confidence interval of a mean over questions."""
+
+    low: float
+    high: float
+
+
 class MetricRow(BaseModel):
-    """The mean of every metric for one retriever at one cutoff."""
+    """The mean of every metric for one retriever at one cutoff, with each mean's interval and
+    resolution (the smallest change one question can move it) when the report computed them."""
 
     retriever: str
     k: int
@@ -78,7 +87,11 @@ class MetricRow(BaseModel):
     precision: float
     mrr: float
     ndcg: float
+    map: float
+    r_precision: float
     floor: float | None = None
+    intervals: dict[str, Bounds] | None = None
+    resolution: dict[str, float] | None = None
 
 
 class SweepRow(MetricRow):
@@ -96,6 +109,8 @@ class QuestionResult(BaseModel):
     precision: float
     mrr: float
     ndcg: float
+    map: float
+    r_precision: float
     ranked: list[str]
     relevant: list[str]
     floor: float | None = None
@@ -113,6 +128,7 @@ class RunReport(BaseModel):
     params: dict[str, Any]
     results: list[MetricRow]
     sweep: list[SweepRow] = []
+    warning: str | None = None
     per_question: list[QuestionResult] | None = None
 
 
