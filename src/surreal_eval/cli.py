@@ -160,7 +160,7 @@ def evaluate(
     params = {"corpus": corpus, "floor": floor, "rrf_k": rrf_k, "depth": depth, "norm": norm,
               "weights": _run(lambda: parse_weights(weights)) if weights else None}
     report = _with_db(lambda db: run_evaluation(
-        db, ks=ks, retrievers=retriever, label=label, params=params, per_question=per_question))
+        db, ks=ks, retrievers=retriever, label=label, params=params, per_question=per_question, trigger="cli"))
     if as_json:
         out.print_json(report.model_dump_json(exclude={"per_question"} if not per_question else None))
         return

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import subprocess
 from typing import Any
 
 from surrealdb import RecordID
@@ -44,6 +45,7 @@ def evaluate(
     params: dict[str, Any] | None = None,
     per_question: bool = False,
     intervals: bool = True,
+    trigger: str = "library",
 ) -> RunReport:
     """Evaluate the golden set in the database (fn::run_evaluation), record the run, return its report.
 
@@ -51,11 +53,21 @@ def evaluate(
     """
     names = parse_retrievers(retrievers)
     given = {k: v for k, v in (params or {}).items() if v is not None}
+    given.update(trigger=trigger, git_commit=git_commit())
     run = db.value(
         "RETURN fn::run_evaluation($ks, $names, $given, $label)",
         {"ks": ks, "names": names, "given": given, "label": label},
     )
     return load_run(db, run, per_question=per_question, intervals=intervals)
+
+
+def git_commit() -> str | None:
+    """The commit checked out in the working directory, if it is a git repository (recorded with a run)."""
+    try:
+        done = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5, check=False)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return done.stdout.strip() or None if done.returncode == 0 else None
 
 
 def load_run(
@@ -84,6 +96,11 @@ def load_run(
         params=row["params"],
         results=results,
         sweep=[SweepRow(**m) for m in sorted(row["sweep"], key=order)],
+        golden=row.get("golden"),
+        corpus=row.get("corpus"),
+        harness=row.get("harness"),
+        git_commit=row.get("git_commit"),
+        trigger=row.get("trigger"),
         warning=sample_warning(row["questions"]),
     )
     if per_question:

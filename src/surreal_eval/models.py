@@ -128,6 +128,11 @@ class RunReport(BaseModel):
     params: dict[str, Any]
     results: list[MetricRow]
     sweep: list[SweepRow] = []
+    golden: dict[str, Any] | None = None  # {questions, fingerprint}
+    corpus: dict[str, Any] | None = None  # {table, documents, fingerprint}
+    harness: str | None = None  # checksum of the SurrealQL that produced the run
+    git_commit: str | None = None
+    trigger: str | None = None
     warning: str | None = None
     per_question: list[QuestionResult] | None = None
 
@@ -142,6 +147,11 @@ class RunSummary(BaseModel):
     ks: list[int]
     retrievers: list[str]
     results: list[MetricRow]
+    params: dict[str, Any] = {}
+    golden: dict[str, Any] | None = None
+    corpus: dict[str, Any] | None = None
+    git_commit: str | None = None
+    trigger: str | None = None
 
     def mean(self, retriever: str, metric: str, k: int) -> float | None:
         """The mean of `metric`@`k` for `retriever` in this run, None if the run did not measure it."""
