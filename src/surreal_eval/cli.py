@@ -264,3 +264,23 @@ def chunk(
     model = _run(lambda: embedder_from_spec(embedder))
     report = _with_db(lambda db: chunk_corpus(db, source=source, target=target, size=size, overlap=overlap, embedder=model))
     out.print(f"cut {source} into {report.loaded} chunks in {target} ({size} words, overlap {overlap})")
+
+
+@app.command()
+def watch(
+    k: Annotated[str, typer.Option("--k", help="Cutoffs to evaluate after each ingest.")] = "1,3,5,10",
+    retriever: Annotated[Optional[list[str]], typer.Option(help="Retriever(s) (default: the four standard ones).")] = None,
+    floor: Annotated[Optional[float], typer.Option(help="BM25 floor of the floored hybrid.")] = None,
+    rrf_k: Annotated[Optional[int], typer.Option(help="RRF constant.")] = None,
+    off: Annotated[bool, typer.Option("--off", help="Stop evaluating after ingests.")] = False,
+) -> None:
+    """Evaluate inside the database after every ingest (each `load corpus` records a run by itself)."""
+    from .watch import clear_watch, set_watch
+
+    if off:
+        _with_db(clear_watch)
+        out.print("ingests no longer evaluate")
+        return
+    ks = _run(lambda: parse_ks(k))
+    _with_db(lambda db: set_watch(db, ks=ks, retrievers=retriever, params={"floor": floor, "rrf_k": rrf_k}))
+    out.print(f"every ingest now records a run at k = {', '.join(map(str, ks))}")

@@ -32,7 +32,7 @@ __all__ = [
 
 #: The files that make up the harness, in the order they are applied. corpus and corpus_indexes
 #: are templates of one corpus table, applied here for `article` (and by define_corpus for others).
-HARNESS_SCRIPTS = ("schema", "corpus", "corpus_indexes", "retrievers", "metrics", "history", "evaluate")
+HARNESS_SCRIPTS = ("schema", "corpus", "corpus_indexes", "retrievers", "metrics", "history", "evaluate", "queries")
 CORPUS_SCRIPTS = ("corpus", "corpus_indexes")
 DOCUMENTS = "article"
 SEED_SCRIPT = "seed"

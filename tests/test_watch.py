@@ -1,0 +1,50 @@
+"""Evaluate after every ingest: an ingest marker triggers a run inside the database."""
+
+from __future__ import annotations
+
+import pytest
+
+from surreal_eval import history
+from surreal_eval.watch import clear_watch, get_watch, record_ingest, set_watch
+
+
+def test_an_ingest_records_a_run_when_watched(seeded):
+    set_watch(seeded, ks=[1, 3], retrievers=["bm25", "hybrid_floor"], params={"floor": 2.0})
+    run = record_ingest(seeded, corpus="article", documents=3)
+    runs = history(seeded)
+    assert [r.run for r in runs] == [run]
+    assert runs[0].trigger == "ingest" and runs[0].retrievers == ["bm25", "hybrid_floor"]
+    assert runs[0].params["floor"] == 2.0 and runs[0].label == "after ingest of 3 into article"
+
+
+def test_one_ingest_of_many_rows_is_one_run(seeded):
+    set_watch(seeded, ks=[3])
+    seeded.query("UPDATE article SET title = title + '' RETURN NONE")  # row writes alone never evaluate
+    assert history(seeded) == []
+    record_ingest(seeded, corpus="article", documents=10)
+    assert len(history(seeded)) == 1
+
+
+def test_nothing_is_evaluated_when_not_watched(seeded):
+    set_watch(seeded, ks=[3])
+    clear_watch(seeded)
+    assert get_watch(seeded) is None
+    assert record_ingest(seeded, corpus="article", documents=10) is None
+    assert history(seeded) == []
+
+
+def test_watching_bad_settings_is_refused(seeded):
+    with pytest.raises(Exception, match="at least 1"):
+        set_watch(seeded, ks=[0])
+    assert get_watch(seeded) is None
+
+
+def test_a_drop_appears_next_to_the_ingest_that_caused_it(seeded):
+    set_watch(seeded, ks=[1])
+    first = record_ingest(seeded, corpus="article", documents=10)
+    # an ingest that replaces the rate-limit article with text that no longer matches "429"
+    seeded.query("UPDATE article:api_rate_limits SET content = 'Limits apply to the public interface.'")
+    seeded.query("DEFINE INDEX OVERWRITE article_content ON article FIELDS content FULLTEXT ANALYZER english BM25")
+    second = record_ingest(seeded, corpus="article", documents=1)
+    runs = {r.run: r for r in history(seeded)}
+    assert runs[second].mean("bm25", "recall", 1) < runs[first].mean("bm25", "recall", 1)
