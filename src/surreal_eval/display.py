@@ -93,7 +93,10 @@ def show_history(console: Console, runs: list[RunSummary], metric: str, k: int |
     for run in runs:
         at = k or max(run.ks)
         table.add_row(
-            run.run, run.created_at.strftime("%Y-%m-%d %H:%M:%S"), run.label or "", str(run.questions),
+            run.run, run.created_at.strftime("%Y-%m-%d %H:%M:%S"),
+            (run.label or "") + (" [FORCED: tuned and reported on the same questions]"
+                                 if run.tuning and run.tuning.get("forced") else ""),
+            str(run.questions),
             *(_fmt(run.mean(name, metric, at)) for name in retrievers),
         )
     console.print(table)

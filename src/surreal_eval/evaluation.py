@@ -101,6 +101,7 @@ def load_run(
         harness=row.get("harness"),
         git_commit=row.get("git_commit"),
         trigger=row.get("trigger"),
+        tuning=row.get("tuning"),
         warning=sample_warning(row["questions"]),
     )
     if per_question:

@@ -12,7 +12,7 @@ __all__ = ["history"]
 def history(db: Database, *, limit: int | None = None) -> list[RunSummary]:
     """Finished runs, oldest first (the last `limit` of them when given)."""
     rows = db.value(
-        "SELECT id, created_at, label, questions, ks, retrievers, means, params, golden, corpus, git_commit, trigger FROM eval_run "
+        "SELECT id, created_at, label, questions, ks, retrievers, means, params, golden, corpus, git_commit, trigger, tuning FROM eval_run "
         "WHERE finished_at != NONE ORDER BY created_at DESC LIMIT $limit",
         {"limit": limit if limit is not None else 1_000_000},
     )
@@ -33,6 +33,7 @@ def history(db: Database, *, limit: int | None = None) -> list[RunSummary]:
                 corpus=row.get("corpus"),
                 git_commit=row.get("git_commit"),
                 trigger=row.get("trigger"),
+                tuning=row.get("tuning"),
             )
         )
     return runs

@@ -31,7 +31,7 @@ class Article(BaseModel):
     id: str = Field(min_length=1)
     title: str = ""
     content: str = ""
-    embedding: list[float]
+    embedding: list[float] | None = None  # None: from a sidecar file or an embedder, checked at ingest
     metadata: dict[str, Any] | None = None
     doc: str | None = None  # for a chunk: the article it was cut from
     position: int | None = None  # for a chunk: its index within that article
@@ -58,7 +58,7 @@ class Question(BaseModel):
 
     id: str = Field(min_length=1)
     text: str
-    embedding: list[float]
+    embedding: list[float] | None = None  # None: from a sidecar file or an embedder, checked at ingest
     relevant: list[str]
     grades: list[float] | None = None
     category: str | None = None
@@ -133,6 +133,7 @@ class RunReport(BaseModel):
     harness: str | None = None  # checksum of the SurrealQL that produced the run
     git_commit: str | None = None
     trigger: str | None = None
+    tuning: dict[str, Any] | None = None  # set by `tune`: param, sweep, best, forced
     warning: str | None = None
     per_question: list[QuestionResult] | None = None
 
@@ -152,6 +153,7 @@ class RunSummary(BaseModel):
     corpus: dict[str, Any] | None = None
     git_commit: str | None = None
     trigger: str | None = None
+    tuning: dict[str, Any] | None = None
 
     def mean(self, retriever: str, metric: str, k: int) -> float | None:
         """The mean of `metric`@`k` for `retriever` in this run, None if the run did not measure it."""

@@ -1,0 +1,74 @@
+"""Held-out tuning: sweep on dev, report on test; same-question tuning refused unless forced."""
+
+from __future__ import annotations
+
+import pytest
+from typer.testing import CliRunner
+
+from surreal_eval import Rejected, history
+from surreal_eval.cli import app
+from surreal_eval.harness import harness_config
+from surreal_eval.tune import assign_splits, parse_values, tune
+
+
+def test_tuning_without_a_split_is_refused_and_records_nothing(seeded):
+    with pytest.raises(Rejected, match="no held-out split"):
+        tune(seeded, param="floor", values=[0, 3])
+    assert history(seeded) == []
+
+
+def test_forced_tuning_is_marked_in_history(seeded):
+    result = tune(seeded, param="floor", values=[0, 1, 2, 3], metric="recall@3", force=True)
+    assert result.forced and result.report.questions == 8
+    (run,) = history(seeded)
+    assert run.tuning["forced"] is True and run.trigger == "tune"
+    # floors 0 and 1 keep money_back broken (recall@3 0.5 of 1 -> 7.5/8), 2 and up fix it
+    assert [r["mean"] for r in result.sweep] == pytest.approx([0.9375, 0.9375, 1.0, 1.0])
+    assert result.best == 2  # the first of the equal best values
+
+
+def test_held_out_tuning_sweeps_dev_and_reports_test(seeded):
+    sizes = assign_splits(seeded, dev_fraction=0.5, seed=0)
+    assert sizes["dev"] + sizes["test"] == 8 and sizes["dev"] > 0 and sizes["test"] > 0
+    result = tune(seeded, param="floor", values=[0, 3], metric="recall@3")
+    assert not result.forced
+    assert all(r["questions"] == sizes["dev"] for r in result.sweep)
+    assert result.report.questions == sizes["test"] and result.report.params["split"] == "test"
+    assert result.report.params["floor"] == result.best
+    assert result.report.tuning["tuned_on"] == "dev"
+
+
+def test_splits_are_stable_for_a_seed(seeded):
+    first = assign_splits(seeded, seed=7)
+    splits = seeded.value("SELECT VALUE split FROM question ORDER BY id")
+    assert assign_splits(seeded, seed=7) == first
+    assert seeded.value("SELECT VALUE split FROM question ORDER BY id") == splits
+
+
+def test_tuning_knn_ef_restores_the_harness(seeded):
+    assign_splits(seeded, seed=0)
+    before = harness_config(seeded)
+    result = tune(seeded, param="knn_ef", values=[10, 40], metric="recall@3")
+    assert [r["value"] for r in result.sweep] == [10, 40]
+    assert harness_config(seeded) == before
+
+
+@pytest.mark.parametrize(("param", "text", "expected"), [
+    ("floor", "0,1.5,3", [0.0, 1.5, 3.0]),
+    ("rrf_k", "20,60", [20, 60]),
+    ("weights", "0.3,0.7;0.5,0.5", [[0.3, 0.7], [0.5, 0.5]]),
+])
+def test_parse_values(param, text, expected):
+    assert parse_values(param, text) == expected
+
+
+def test_cli_tune_and_split(tmp_path):
+    runner = CliRunner()
+    url = ["--url", f"surrealkv://{tmp_path / 's'}"]
+    assert runner.invoke(app, [*url, "init", "--demo"]).exit_code == 0
+    refused = runner.invoke(app, [*url, "tune", "--param", "floor", "--values", "0,3"])
+    assert refused.exit_code == 2 and "no held-out split" in refused.stderr
+    assert "dev" in runner.invoke(app, [*url, "split"]).stdout
+    done = runner.invoke(app, [*url, "tune", "--param", "floor", "--values", "0,3", "--metric", "recall@3"])
+    assert done.exit_code == 0, done.output
+    assert "<- best" in done.stdout
