@@ -32,7 +32,7 @@ __all__ = [
 
 #: The files that make up the harness, in the order they are applied. corpus and corpus_indexes
 #: are templates of one corpus table, applied here for `article` (and by define_corpus for others).
-HARNESS_SCRIPTS = ("schema", "corpus", "corpus_indexes", "retrievers", "metrics", "history", "evaluate", "queries")
+HARNESS_SCRIPTS = ("schema", "corpus", "corpus_indexes", "retrievers", "metrics", "history", "evaluate", "queries", "access")
 CORPUS_SCRIPTS = ("corpus", "corpus_indexes")
 DOCUMENTS = "article"
 SEED_SCRIPT = "seed"
@@ -129,7 +129,7 @@ def import_harness(db: Database, config: HarnessConfig) -> list[str]:
         checksums[name] = hashlib.sha256(text.encode("utf-8")).hexdigest()
     db.query(
         """
-        DEFINE TABLE OVERWRITE harness_config SCHEMALESS;
+        DEFINE TABLE OVERWRITE harness_config SCHEMALESS PERMISSIONS FOR select FULL FOR create, update, delete NONE;
         UPSERT harness_config:current CONTENT $config RETURN NONE;
         FOR $name IN object::keys($checksums) {
             LET $sum = $checksums[$name];

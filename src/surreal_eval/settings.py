@@ -24,6 +24,8 @@ class Settings(BaseModel):
     database: str = "surreal_eval"
     user: str | None = None
     password: SecretStr | None = None
+    #: sign in through this record access (e.g. `evaluator`) as account `user`, instead of as a system user
+    access: str | None = None
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None, **overrides: object) -> "Settings":
@@ -31,7 +33,7 @@ class Settings(BaseModel):
         env = os.environ if env is None else env
         values: dict[str, object] = {}
         for field, key in (("url", "URL"), ("namespace", "NS"), ("database", "DB"),
-                           ("user", "USER"), ("password", "PASS")):
+                           ("user", "USER"), ("password", "PASS"), ("access", "ACCESS")):
             if env.get(ENV_PREFIX + key):
                 values[field] = env[ENV_PREFIX + key]
         values.update({k: v for k, v in overrides.items() if v is not None})
@@ -45,4 +47,5 @@ class Settings(BaseModel):
     def describe(self) -> str:
         """Where this connects, for messages: the URL, namespace and database, never the password."""
         who = f"{self.user}@" if self.user else ""
+        who = f"{self.access} {who}" if self.access else who
         return f"{who}{self.url} ({self.namespace}/{self.database})"

@@ -1,0 +1,129 @@
+"""Least privilege: an evaluator reads the corpus and golden set and writes runs, and nothing else."""
+
+from __future__ import annotations
+
+import pytest
+
+from surreal_eval import AuthenticationFailed, HarnessConfig, Settings, connect, evaluate, history, import_harness, import_seed
+from surreal_eval.access import grant_evaluator
+
+from .conftest import SERVER_URL, needs_server
+
+PASSWORD = "correct horse battery"
+
+
+@pytest.fixture
+def store(tmp_path):
+    """A persistent store with the demo and an evaluator account `ci`, closed again (one process at a time)."""
+    url = f"surrealkv://{tmp_path / 'store'}"
+    owner = connect(Settings(url=url))
+    import_harness(owner, HarnessConfig(dimension=4))
+    import_seed(owner)
+    grant_evaluator(owner, "ci", PASSWORD)
+    owner.close()
+    return url
+
+
+def as_evaluator(url, password=PASSWORD):
+    return connect(Settings(url=url, access="evaluator", user="ci", password=password))
+
+
+def protected(db):
+    """What an evaluator can see of the corpus and golden set."""
+    return {
+        "articles": db.value("SELECT * FROM article ORDER BY id"),
+        "questions": db.value("SELECT * FROM question ORDER BY id"),
+    }
+
+
+def test_an_evaluator_can_evaluate_and_read_history(store):
+    db = as_evaluator(store)
+    try:
+        report = evaluate(db, ks=[1, 3])
+        assert report.questions == 8
+        assert [r.run for r in history(db)] == [report.run]
+    finally:
+        db.close()
+
+
+@pytest.mark.parametrize("statement", [
+    "UPDATE article:refund_request SET content = 'changed'",
+    "DELETE article:contact_support",
+    "CREATE article:new CONTENT { title: 'x', content: 'y', embedding: [1, 0, 0, 0] }",
+    "UPDATE question:money_back SET relevant = [article:track_order]",
+    "DELETE question:signin",
+    "CREATE question:new CONTENT { text: 'x', embedding: [1, 0, 0, 0], relevant: [article:track_order] }",
+    "UPDATE harness_config:current SET dimension = 8",
+    "DELETE eval_run",
+])
+def test_an_evaluator_cannot_change_the_corpus_golden_set_or_history(store, statement):
+    db = as_evaluator(store)
+    try:
+        evaluate(db, ks=[1])
+        before = protected(db)
+        runs = history(db)
+        try:
+            db.query(statement)
+        except Exception:
+            pass  # refused loudly is fine too; what matters is that nothing changed
+        assert protected(db) == before
+        assert history(db) == runs
+    finally:
+        db.close()
+
+
+@pytest.mark.parametrize("statement", [
+    "REMOVE TABLE article",
+    "DEFINE TABLE OVERWRITE question SCHEMALESS",
+    "RETURN fn::grant_evaluator('mallory', 'long enough password')",
+    "DEFINE USER mallory ON DATABASE PASSWORD 'x' ROLES OWNER",
+])
+def test_an_evaluator_cannot_change_the_schema_or_grant_accounts(store, statement):
+    db = as_evaluator(store)
+    try:
+        with pytest.raises(Exception):
+            db.query(statement)
+        assert db.value("SELECT * FROM evaluator") == []  # cannot even read the accounts
+    finally:
+        db.close()
+    owner = connect(Settings(url=store))
+    try:
+        assert owner.value("SELECT VALUE name FROM evaluator") == ["ci"]
+        assert "article" in owner.value("INFO FOR DB")["tables"]
+    finally:
+        owner.close()
+
+
+def test_a_wrong_evaluator_password_is_refused(store):
+    with pytest.raises(AuthenticationFailed):
+        as_evaluator(store, password="wrong password!")
+
+
+def test_the_password_is_stored_hashed(store):
+    owner = connect(Settings(url=store))
+    try:
+        stored = owner.value("SELECT VALUE pass FROM evaluator:ci")[0]
+        assert stored.startswith("$argon2") and PASSWORD not in stored
+    finally:
+        owner.close()
+
+
+@needs_server
+def test_an_evaluator_on_a_server_evaluates_but_cannot_delete_articles():
+    import os
+    import uuid
+
+    base = dict(url=SERVER_URL, namespace="surreal_eval_test", database=f"acc_{uuid.uuid4().hex[:10]}")
+    owner = connect(Settings(**base, user=os.environ.get("SURREAL_EVAL_TEST_USER", "root"),
+                             password=os.environ.get("SURREAL_EVAL_TEST_PASS", "root")))
+    import_harness(owner, HarnessConfig(dimension=4))
+    import_seed(owner)
+    grant_evaluator(owner, "ci", PASSWORD)
+    owner.close()
+    db = connect(Settings(**base, access="evaluator", user="ci", password=PASSWORD))
+    try:
+        evaluate(db, ks=[1])
+        db.query("DELETE article:contact_support")
+        assert db.value("RETURN record::exists(article:contact_support)") is True
+    finally:
+        db.close()
