@@ -38,9 +38,9 @@ def q(qid="q1", text="where is my parcel", embedding=(0.0, 0.1, 0.9, 0.0), relev
 @pytest.mark.parametrize(
     ("question", "message"),
     [
-        (q(relevant=()), "no labels"),
+        (q(relevant=()), "questions with no labels: q1"),
         (q(embedding=(0.1, 0.2, 0.3)), "embedding has 3 values, the index expects 4"),
-        (q(relevant=("track_order", "no_such_article")), "label article:no_such_article does not exist"),
+        (q(relevant=("track_order", "no_such_article")), "labels to unknown documents: q1 -> article:no_such_article"),
         (q(relevant=("track_order", "track_order")), "labelled twice"),
         (q(grades=[1, 2]), "2 grades for 1 labels"),
         (q(text="   "), "text is empty"),
@@ -144,9 +144,9 @@ def snapshot_of(store):
 @pytest.mark.parametrize(
     ("row", "expected"),
     [
-        ({"id": "n", "text": "t", "embedding": [1, 0, 0, 0], "relevant": []}, "'n': no labels"),
+        ({"id": "n", "text": "t", "embedding": [1, 0, 0, 0], "relevant": []}, "questions with no labels: n"),
         ({"id": "n", "text": "t", "embedding": [1, 0], "relevant": ["track_order"]}, "'n': embedding has 2 values"),
-        ({"id": "n", "text": "t", "embedding": [1, 0, 0, 0], "relevant": ["gone"]}, "label article:gone does not exist"),
+        ({"id": "n", "text": "t", "embedding": [1, 0, 0, 0], "relevant": ["gone"]}, "labels to unknown documents: n -> article:gone"),
         ({"id": "n", "text": "t", "embedding": [1, 0, 0, 0]}, "golden.jsonl:2: relevant: Field required (id 'n')"),
         ("{not json", "golden.jsonl:2: not valid JSON"),
     ],

@@ -99,3 +99,21 @@ def test_demo_reports_the_same_numbers():
     assert demo.questions == 8 and demo.ks == DEMO_KS
     assert {r.retriever for r in demo.results} == {"bm25", "vector", "hybrid", "hybrid_floor"}
     assert len(demo.per_question) == 8 * 4 * 3
+
+
+def test_rankings_are_identical_across_runs_and_concurrency(seeded):
+    from surreal_eval.evaluation import load_run
+
+    one = evaluate(seeded, ks=[1, 3, 5], per_question=True, concurrency=1)
+    two = evaluate(seeded, ks=[1, 3, 5], per_question=True, concurrency=2)
+    assert [(r.question, r.retriever, r.k, r.ranked) for r in one.per_question] == \
+        [(r.question, r.retriever, r.k, r.ranked) for r in two.per_question]
+    assert load_run(seeded, one.run, per_question=True).per_question == one.per_question
+
+
+def test_a_question_with_nothing_retrieved_scores_zero_and_stays_in_the_mean(seeded):
+    report = evaluate(seeded, ks=[3], retrievers=["bm25"], per_question=True)
+    (signin,) = [r for r in report.per_question if r.question == "question:signin"]
+    assert signin.ranked == [] and signin.recall == 0.0 and signin.ndcg == 0.0
+    assert report.results[0].questions == 8
+    assert report.results[0].recall == pytest.approx(sum(r.recall for r in report.per_question) / 8)

@@ -28,14 +28,14 @@ def test_latest_runs_gives_each_retrievers_most_recent_means(two_runs):
     assert ("bm25", 1) not in by  # the latest bm25 run had no k=1
 
 
-def test_metric_trend_lists_one_value_per_run_oldest_first(two_runs):
+def test_trend_lists_one_value_per_run_oldest_first(two_runs):
     db, before, after = two_runs
-    trend = db.value("RETURN fn::metric_trend('hybrid_floor', 'recall', 3)")
+    trend = db.value("RETURN fn::trend('hybrid_floor', 'recall', 3)")
     assert [record_str(t["run"]) for t in trend] == [before.run, after.run]
     assert [t["label"] for t in trend] == ["floor 0", "floor 3"]
     expected = [next(r.recall for r in rep.results if r.retriever == "hybrid_floor" and r.k == 3) for rep in (before, after)]
     assert [t["value"] for t in trend] == pytest.approx(expected)
-    assert db.value("RETURN fn::metric_trend('vector', 'recall', 3)")[0]["value"] == pytest.approx(0.875)
+    assert db.value("RETURN fn::trend('vector', 'recall', 3)")[0]["value"] == pytest.approx(0.875)
 
 
 def test_regressed_questions_names_the_question_that_broke(two_runs):

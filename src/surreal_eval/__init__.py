@@ -16,16 +16,23 @@ from .errors import (
     ConnectionFailed,
     EmbeddingFailed,
     InputError,
+    NotComparable,
     NotFound,
     QueryFailed,
     Rejected,
     StoreBusy,
     SurrealEvalError,
 )
+from .compare import Comparison, RetrieverComparison, compare_reports, compare_retrievers, compare_runs, resolve_run
 from .evaluation import evaluate, load_run
+from .gate import GateResult, gate, write_junit
 from .golden import add_articles, add_questions, delete_article
 from .harness import HarnessConfig, import_harness, import_seed
+from .ingest import DatasetReport, LoadReport, load_beir, load_corpus, load_dataset, load_golden
+from .loaders import read_beir, read_documents, read_qrels, read_questions
 from .history import history
+from .report_html import write_report
+from .slices import Slice, slices
 from .metrics import METRICS, RETRIEVERS, parse_ks, parse_metric
 from .models import Article, Question, RunReport, RunSummary
 from .settings import Settings
@@ -45,31 +52,41 @@ __version__ = "0.1.0"
 __all__ = [
     "Article",
     "AuthenticationFailed",
+    "Comparison",
     "ConfigError",
     "ConnectionFailed",
     "Database",
+    "DatasetReport",
     "Embedder",
     "EmbeddingFailed",
+    "GateResult",
     "HarnessConfig",
     "InputError",
     "Interval",
+    "LoadReport",
     "METRICS",
+    "NotComparable",
     "NotFound",
     "OpenAIEmbedder",
     "PairedComparison",
-    "Question",
     "QueryFailed",
+    "Question",
     "RETRIEVERS",
     "Rejected",
+    "RetrieverComparison",
     "RunReport",
     "RunSummary",
     "SMALL_SAMPLE",
     "SentenceTransformerEmbedder",
     "Settings",
+    "Slice",
     "StoreBusy",
     "SurrealEvalError",
     "add_articles",
     "add_questions",
+    "compare_reports",
+    "compare_retrievers",
+    "compare_runs",
     "confidence_interval",
     "connect",
     "connected",
@@ -78,15 +95,28 @@ __all__ = [
     "embedder_from_env",
     "embedder_from_spec",
     "evaluate",
+    "gate",
     "history",
     "import_harness",
     "import_seed",
+    "load_beir",
+    "load_corpus",
+    "load_dataset",
+    "load_golden",
     "load_run",
     "paired_test",
     "parse_ks",
     "parse_metric",
     "question_scores",
+    "read_beir",
+    "read_documents",
+    "read_qrels",
+    "read_questions",
     "resolution",
+    "resolve_run",
     "run_demo",
     "sample_warning",
+    "slices",
+    "write_junit",
+    "write_report",
 ]

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import logging
 import sys
+import threading
+from enum import Enum
 from pathlib import Path
 from typing import Annotated, Callable, NoReturn, Optional, TypeVar
 
@@ -17,10 +19,13 @@ from .demo import run_demo
 from .diagnose import diagnose as diagnose_question
 from .errors import ConfigError, InputError, SurrealEvalError
 from .evaluation import evaluate as run_evaluation
-from .golden import add_articles, add_questions
 from .harness import DEMO_DIMENSION, HarnessConfig, harness_config, import_harness, import_seed
 from .history import history as read_history
-from .loaders import read_articles_jsonl, read_questions_jsonl
+from .ingest import DEFAULT_BATCH_SIZE
+from .ingest import load_beir as ingest_beir
+from .ingest import load_corpus as ingest_corpus
+from .ingest import load_golden as ingest_golden
+from .loaders import read_documents, read_questions
 from .metrics import parse_ks, parse_metric, parse_weights
 from .settings import DEFAULT_URL, Settings
 
@@ -82,12 +87,13 @@ def main(
     db: Annotated[str, typer.Option("--db", envvar="SURREAL_EVAL_DB", help="Database.")] = "surreal_eval",
     user: Annotated[Optional[str], typer.Option(envvar="SURREAL_EVAL_USER", help="User to sign in as (servers).")] = None,
     password: Annotated[Optional[str], typer.Option("--pass", envvar="SURREAL_EVAL_PASS", help="Password; prefer the SURREAL_EVAL_PASS variable.", show_default=False)] = None,
+    access: Annotated[Optional[str], typer.Option(envvar="SURREAL_EVAL_ACCESS", help="Sign in through this record access (evaluator) as --user.")] = None,
     debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks and debug logging.")] = False,
 ) -> None:
     """Retrieval evaluation that lives inside SurrealDB."""
     state.settings = Settings(
         url=url, namespace=ns, database=db, user=user or None,
-        password=SecretStr(password) if password else None,
+        password=SecretStr(password) if password else None, access=access or None,
     )
     state.debug = debug
     logging.basicConfig(level=logging.DEBUG if debug else logging.WARNING, format="%(name)s: %(message)s")
@@ -127,18 +133,164 @@ def init(
     out.print(f"imported {', '.join(applied)}{' and the demo seed' if demo_seed else ''} into {state.settings.describe()}")
 
 
+class _LoadProgress:
+    """A load's progress on stderr (rich): only on a terminal, and only once the load has run 1 s."""
+
+    def __init__(self) -> None:
+        self._bar = None
+        self._tasks: dict[str, object] = {}
+        self._timer: threading.Timer | None = None
+        self._closed = False
+        if err.is_terminal:
+            from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+            self._bar = Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(),
+                                 TimeElapsedColumn(), console=err, transient=True)
+            self._timer = threading.Timer(1.0, self._show)
+            self._timer.daemon = True
+            self._timer.start()
+
+    def _show(self) -> None:
+        if not self._closed and self._bar is not None:
+            self._bar.start()
+
+    def __call__(self, step: str, done: int, total: Optional[int]) -> None:
+        if self._bar is None:
+            return
+        task = self._tasks.get(step)
+        if task is None:
+            for earlier in self._tasks.values():  # a new step: the ones before it are finished
+                finished = self._bar.tasks[earlier].completed  # type: ignore[index]
+                self._bar.update(earlier, total=finished or 1, completed=finished or 1)  # type: ignore[arg-type]
+            task = self._tasks[step] = self._bar.add_task(step, total=total)
+        counted = f"{step} ({done:,})" if total != 1 else step  # rows so far, for the batched steps
+        self._bar.update(task, completed=done, total=total, description=counted)  # type: ignore[arg-type]
+
+    def close(self) -> None:
+        self._closed = True
+        if self._timer is not None:
+            self._timer.cancel()
+        if self._bar is not None:
+            self._bar.stop()
+
+
+def _load(action: Callable[[Database, Callable[[str, int, Optional[int]], None]], T], embedder: object = None) -> T:
+    """Run a load with a progress display (the library reports progress, the CLI draws it), then
+    close the embedder, if any."""
+    progress = _LoadProgress()
+    try:
+        return _with_db(lambda db: action(db, progress))
+    finally:
+        progress.close()
+        close = getattr(embedder, "close", None)
+        if callable(close):
+            close()
+
+
+def _embedder(spec: Optional[str]):
+    """The embedder a --embedder spec names, or None."""
+    if not spec:
+        return None
+    from .embedders import embedder_from_spec
+
+    return _run(lambda: embedder_from_spec(spec))
+
+
+def _loaded(report, what: str) -> str:
+    """`N what`, and how many of them the embedder embedded."""
+    parts = [f"{report.loaded} {what}"]
+    if report.embedded:
+        parts.append(f"{report.embedded} embedded by the embedder")
+    return ", ".join(parts)
+
+
+def _harness_note(report) -> str:
+    dim = report.harness_imported
+    return f" (imported the harness with dimension {dim}, taken from the data)" if dim else ""
+
+
+class DocumentFormat(str, Enum):
+    auto = "auto"
+    jsonl = "jsonl"
+    csv = "csv"
+    beir = "beir"
+
+
+class GoldenFormat(str, Enum):
+    auto = "auto"
+    jsonl = "jsonl"
+    csv = "csv"
+    beir = "beir"
+    trec = "trec"
+
+
+EmbedderOpt = Annotated[Optional[str], typer.Option(
+    "--embedder", envvar="SURREAL_EVAL_EMBEDDER",
+    help="Compute embeddings the data lacks: openai:MODEL@BASE_URL or local:MODEL.")]
+BatchOpt = Annotated[int, typer.Option("--batch-size", min=1, help="Rows per INSERT while staging (memory stays bounded by it).")]
+SplitHelp = "BEIR: which qrels/<split>.tsv (default test); the split given to questions that name none."
+
+
 @load_app.command("corpus")
-def load_corpus(path: Annotated[Path, typer.Argument(help="JSONL file: {id, title, content, embedding} per line.")]) -> None:
-    """Load articles into the corpus (all or none)."""
-    count = _with_db(lambda db: add_articles(db, read_articles_jsonl(path)))
-    out.print(f"loaded {count} articles from {path}")
+def load_corpus(
+    path: Annotated[Path, typer.Argument(help="JSONL or CSV file ({id, title, content or text, embedding?, ...}), or a BEIR folder.")],
+    table: Annotated[str, typer.Option("--table", help="Corpus table to load into (created if new).")] = "article",
+    fmt: Annotated[DocumentFormat, typer.Option("--format", help="File format; auto: by suffix, a folder is BEIR.")] = DocumentFormat.auto,
+    embedder: EmbedderOpt = None,
+    batch_size: BatchOpt = DEFAULT_BATCH_SIZE,
+) -> None:
+    """Load documents into a corpus table (all or none, upsert by id), then build its BM25 and HNSW indexes.
+
+    Imports the harness first if the database has none, with the dimension of the data's embeddings.
+    """
+    model = _embedder(embedder)
+    report = _load(lambda db, progress: ingest_corpus(
+        db, read_documents(path, format=fmt.value), table=table, embedder=model, batch_size=batch_size,
+        progress=progress, create_harness=True), model)
+    what = "articles" if report.table == "article" else "documents"
+    out.print(f"loaded {_loaded(report, what)} into {report.table} from {path} in {report.seconds:.1f} s{_harness_note(report)}")
 
 
 @load_app.command("golden")
-def load_golden(path: Annotated[Path, typer.Argument(help="JSONL file: {id, text, embedding, relevant, grades?, category?} per line.")]) -> None:
-    """Load golden-set questions (all or none)."""
-    count = _with_db(lambda db: add_questions(db, read_questions_jsonl(path)))
-    out.print(f"loaded {count} questions from {path}")
+def load_golden(
+    path: Annotated[Path, typer.Argument(help="JSONL or CSV file ({id, text, embedding?, relevant, ...}), a BEIR folder, or TREC qrels.")],
+    fmt: Annotated[GoldenFormat, typer.Option("--format", help="File format; auto: by suffix, a folder is BEIR, other files TREC qrels.")] = GoldenFormat.auto,
+    split: Annotated[Optional[str], typer.Option(help=SplitHelp)] = None,
+    queries: Annotated[Optional[Path], typer.Option(help="TREC: the questions' text, JSONL {_id, text} or TSV id<TAB>text.")] = None,
+    embedder: EmbedderOpt = None,
+    batch_size: BatchOpt = DEFAULT_BATCH_SIZE,
+) -> None:
+    """Load golden-set questions (all or none, upsert by id); their labels must name stored articles."""
+    model = _embedder(embedder)
+    report = _load(lambda db, progress: ingest_golden(
+        db, read_questions(path, format=fmt.value, split=split, queries=queries), embedder=model,
+        batch_size=batch_size, progress=progress, create_harness=True), model)
+    skipped = f"; skipped {report.skipped} queries with no judgment" if report.skipped else ""
+    out.print(f"loaded {_loaded(report, 'questions')} ({report.labels} labels) from {path}{skipped} "
+              f"in {report.seconds:.1f} s{_harness_note(report)}")
+
+
+@load_app.command("beir")
+def load_beir(
+    folder: Annotated[Path, typer.Argument(help="BEIR folder: corpus.jsonl, queries.jsonl, qrels/<split>.tsv, embeddings/ (optional).")],
+    split: Annotated[str, typer.Option(help="Which qrels/<split>.tsv to load.")] = "test",
+    embedder: EmbedderOpt = None,
+    batch_size: BatchOpt = DEFAULT_BATCH_SIZE,
+) -> None:
+    """Load a BEIR folder's documents, queries and judgments together, in one transaction.
+
+    Queries with no judgment in the split are skipped and counted. Imports the harness first if the
+    database has none, with the dimension of the data's embeddings.
+    """
+    model = _embedder(embedder)
+    report = _load(lambda db, progress: ingest_beir(
+        db, folder, split=split, embedder=model, batch_size=batch_size, progress=progress, create_harness=True), model)
+    corpus, golden = report.corpus, report.golden
+    out.print(
+        f"loaded {_loaded(corpus, 'articles')} and {_loaded(golden, 'questions')} ({golden.labels} labels) "
+        f"from {folder} in {report.seconds:.1f} s{_harness_note(corpus)}")
+    if golden.skipped:
+        out.print(f"skipped {golden.skipped} queries with no judgment in qrels/{split}.tsv")
 
 
 @app.command()
@@ -284,3 +436,159 @@ def watch(
     ks = _run(lambda: parse_ks(k))
     _with_db(lambda db: set_watch(db, ks=ks, retrievers=retriever, params={"floor": floor, "rrf_k": rrf_k}))
     out.print(f"every ingest now records a run at k = {', '.join(map(str, ks))}")
+
+
+@app.command()
+def split(
+    dev: Annotated[float, typer.Option(help="Share of questions for the dev (tuning) split; the rest is test.")] = 0.5,
+    seed: Annotated[int, typer.Option(help="Seed of the stable hash that assigns each question.")] = 0,
+) -> None:
+    """Assign every question to the dev or test split (stable: a hash of its id and the seed)."""
+    from .tune import assign_splits
+
+    sizes = _with_db(lambda db: assign_splits(db, dev_fraction=dev, seed=seed))
+    out.print(f"dev {sizes['dev']} questions, test {sizes['test']} questions")
+
+
+@app.command()
+def tune(
+    param: Annotated[str, typer.Option(help="Parameter to sweep: floor, rrf_k, weights or knn_ef.")] = "floor",
+    values: Annotated[str, typer.Option(help="Candidates: 0,1.5,3 (floor); 20,60 (rrf_k, knn_ef); 0.3,0.7;0.5,0.5 (weights).")] = "0,1,2,3,4,5",
+    metric: Annotated[str, typer.Option(help="Metric that picks the best value, e.g. recall@5.")] = "recall@5",
+    retriever: Annotated[Optional[str], typer.Option(help="Retriever to tune (default: the one the parameter belongs to).")] = None,
+    corpus: Annotated[Optional[str], typer.Option(help="Corpus table.")] = None,
+    force: Annotated[bool, typer.Option("--force", help="Tune and report on the same questions when there is no dev/test split (marked in history).")] = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Sweep a parameter on the dev split, pick the best by a metric, report it on the test split."""
+    from .tune import parse_values, tune as run_tune
+
+    candidates = _run(lambda: parse_values(param, values))
+    result = _with_db(lambda db: run_tune(db, param=param, values=candidates, metric=metric, retriever=retriever,
+                                          params={"corpus": corpus}, force=force))
+    if as_json:
+        out.print_json(result.model_dump_json())
+        return
+    out.print(f"{param} swept on {'ALL questions (forced)' if result.forced else 'the dev split'} by {result.metric}:")
+    for row in result.sweep:
+        mark = "  <- best" if row["value"] == result.best else ""
+        out.print(f"  {param} = {row['value']}: {row['mean']:.4f} ({row['questions']} questions){mark}")
+    display.show_report(out, result.report)
+
+
+@app.command()
+def grant(
+    name: Annotated[str, typer.Argument(help="Evaluator account name, e.g. ci.")],
+    revoke: Annotated[bool, typer.Option("--revoke", help="Delete the account instead.")] = False,
+) -> None:
+    """Create an evaluator account (reads corpus and golden set, writes runs); the password comes from
+    SURREAL_EVAL_EVALUATOR_PASS or a prompt, never from the command line."""
+    import os
+
+    from .access import grant_evaluator, revoke_evaluator
+
+    if revoke:
+        _with_db(lambda db: revoke_evaluator(db, name))
+        out.print(f"evaluator {name} revoked")
+        return
+    secret = os.environ.get("SURREAL_EVAL_EVALUATOR_PASS") or typer.prompt(
+        f"password for evaluator {name}", hide_input=True, confirmation_prompt=True)
+    _with_db(lambda db: grant_evaluator(db, name, secret))
+    out.print(f"evaluator {name} can now sign in with --access evaluator --user {name}")
+
+
+# --- compare, gate, report, slices (issue 5) ---------------------------------------------------
+
+RunArg = Annotated[str, typer.Argument(help="Run: eval_run:ID, ID, latest or previous (see `surreal-eval history`).")]
+
+
+@app.command()
+def compare(
+    run_a: RunArg,
+    run_b: Annotated[Optional[str], typer.Argument(help="Run B (after); omit it to compare two --retriever of run A.")] = None,
+    metric: Annotated[Optional[list[str]], typer.Option(help="NAME@K, or NAME for every shared k (default: every metric at every shared k).")] = None,
+    retriever: Annotated[Optional[list[str]], typer.Option(help="Only these retrievers (default: all both runs have); without RUN_B, exactly two.")] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Compare run A with run B per retriever and metric: mean difference, interval, p-value, questions fixed and broken."""
+    from . import display_compare
+    from .compare import compare_retrievers, compare_runs
+
+    if run_b is None:
+        names = [n.strip() for r in retriever or [] for n in r.split(",") if n.strip()]
+        if len(names) != 2:
+            _fail(ConfigError("give RUN_B, or two --retriever to compare within run A (e.g. --retriever hybrid --retriever hybrid_floor)"))
+        within = _with_db(lambda db: compare_retrievers(db, run_a, names[0], names[1], metric))
+        if as_json:
+            out.print_json(within.model_dump_json())
+            return
+        display_compare.show_retriever_comparison(out, within)
+        return
+    result = _with_db(lambda db: compare_runs(db, run_a, run_b, metrics=metric, retrievers=retriever))
+    if as_json:
+        out.print_json(result.model_dump_json())
+        return
+    display_compare.show_comparison(out, result)
+
+
+@app.command()
+def gate(
+    baseline: Annotated[str, typer.Option(help="Run the candidate must hold up against: a run id, previous, or latest (the newest run before the candidate).")] = "latest",
+    candidate: Annotated[Optional[str], typer.Option(help="Run under test (default: the latest run).")] = None,
+    metric: Annotated[Optional[list[str]], typer.Option(help="Metric at a cutoff to gate on, e.g. recall@5 (repeatable; default recall@5).")] = None,
+    retriever: Annotated[Optional[list[str]], typer.Option(help="Retriever(s) to gate (default: every retriever of the candidate).")] = None,
+    max_drop: Annotated[float, typer.Option(help="Largest fall of the mean that passes.")] = 0.02,
+    alpha: Annotated[float, typer.Option(help="A larger fall fails only when its paired p-value is below this.")] = 0.05,
+    allow_different_golden: Annotated[bool, typer.Option("--allow-different-golden", help="Gate runs of different golden sets on their shared questions.")] = False,
+    junit: Annotated[Optional[Path], typer.Option(help="Also write the result as JUnit XML to this file.")] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Fail (exit 1) when a metric fell by more than --max-drop and significantly; print the broken questions."""
+    from . import display_compare
+    from .gate import gate as run_gate
+    from .gate import write_junit
+
+    result = _with_db(lambda db: run_gate(
+        db, baseline=baseline, candidate=candidate, metric=metric or ["recall@5"], retriever=retriever,
+        max_drop=max_drop, alpha=alpha, allow_different_golden=allow_different_golden))
+    if junit is not None:
+        _run(lambda: write_junit(result, junit))
+    if as_json:
+        out.print_json(result.model_dump_json())
+    else:
+        display_compare.show_gate(out, result)
+    if junit is not None:
+        err.print(f"wrote JUnit XML to {junit}")
+    if not result.passed:
+        raise typer.Exit(1)
+
+
+@app.command()
+def report(
+    html_path: Annotated[Path, typer.Option("--html", help="Write the report as one self-contained HTML page to this file.")] = ...,
+    run: Annotated[Optional[list[str]], typer.Option(help="Only these runs (default: every finished run); the last is the latest.")] = None,
+    metric: Annotated[Optional[str], typer.Option(help="Metric of the per-question matrix and the slices (default recall@5).")] = None,
+) -> None:
+    """Write the history as one HTML page: trend, latest run, per-question matrix, slices."""
+    from .report_html import write_report
+
+    path = _with_db(lambda db: write_report(db, html_path, runs=run, metric=metric))
+    out.print(f"wrote the report to {path}")
+
+
+@app.command()
+def slices(
+    run: Annotated[str, typer.Argument(help="Run: eval_run:ID, ID, latest or previous.")] = "latest",
+    metric: Annotated[str, typer.Option(help="Metric at a cutoff, e.g. recall@5.")] = "recall@5",
+    by: Annotated[Optional[list[str]], typer.Option(help="Question field(s) to group by: category, language, source, split.")] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Print a run's per-question scores grouped by question category, language and source, with intervals."""
+    from . import display_compare
+    from .slices import slices as run_slices
+
+    found = _with_db(lambda db: run_slices(db, run, metric, by=by or ("category", "language", "source")))
+    if as_json:
+        out.print_json(data=[s.model_dump(mode="json") for s in found])
+        return
+    display_compare.show_slices(out, found)

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import asyncio
+import atexit
 import logging
 import re
+import threading
+import weakref
 from contextlib import contextmanager
-from typing import Any, Iterator
+from typing import Any, Callable, Coroutine, Iterator, TypeVar
 
-from surrealdb import RecordID, Surreal
+from surrealdb import AsyncSurreal, DoneFrame, ErrorFrame, RecordID
 from surrealdb.errors import (
     ConnectionUnavailableError,
     NotAllowedError,
@@ -36,6 +40,8 @@ _FIELD_RULE = re.compile(
     re.S,
 )
 _THROWN_PREFIX = "An error occurred: "
+#: What a transaction's other statements report when one fails (or BEGIN/COMMIT after it).
+_NOT_EXECUTED = re.compile(r"not executed due to a (failed|cancelled) transaction|Cannot COMMIT")
 
 
 def record_str(value: Any) -> str:
@@ -89,19 +95,123 @@ def translate(error: SurrealError, settings: Settings | None = None) -> Exceptio
     return QueryFailed(message)
 
 
-class Database:
-    """An open connection to one namespace and database. Values always travel as parameters."""
+T = TypeVar("T")
 
-    def __init__(self, client: Any, settings: Settings) -> None:
+
+class _LoopThread:
+    """An asyncio loop on a daemon thread: the async SDK client lives on it, callers block on results."""
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self.loop.run_forever, name="surreal-eval-db", daemon=True)
+        self._thread.start()
+
+    def run(self, coro: Coroutine[Any, Any, T]) -> T:
+        return asyncio.run_coroutine_threadsafe(coro, self.loop).result()
+
+    def stop(self) -> None:
+        if self.loop.is_running():
+            self.loop.call_soon_threadsafe(self.loop.stop)
+            self._thread.join(timeout=10)
+        if not self.loop.is_running():
+            self.loop.close()
+
+
+_OPEN: "weakref.WeakSet[Database]" = weakref.WeakSet()
+
+
+@atexit.register
+def _close_open_databases() -> None:
+    """Close what is still open at exit: the engine aborts the process if its loop dies mid-flight."""
+    for db in list(_OPEN):
+        db.close()
+
+
+class Database:
+    """An open connection to one namespace and database. Values always travel as parameters.
+
+    The SDK's async client runs on a private event loop, so `query` blocks like a plain call while
+    `query_many` can keep several statements in flight on one connection (the embedded engine
+    then uses both cores; threads over the blocking client do not).
+    """
+
+    def __init__(self, client: Any, settings: Settings, loop: _LoopThread) -> None:
         self._client = client
+        self._loop = loop
         self.settings = settings
+        self._closed = False
+        _OPEN.add(self)
 
     def query(self, sql: str, params: dict[str, Any] | None = None) -> list[Any]:
         """Run SurrealQL text; the result of each statement, in order. Errors become ours."""
         try:
-            return self._client.query(sql, params or {}).execute()
+            return self._loop.run(self._client.query(sql, params or {}).execute())
         except SurrealError as error:
             raise translate(error, self.settings) from error
+
+    def query_many(
+        self,
+        calls: list[tuple[str, dict[str, Any]]],
+        *,
+        concurrency: int = 2,
+        progress: Callable[[int], None] | None = None,
+    ) -> list[list[Any]]:
+        """Run several queries with up to `concurrency` in flight; their results in the order given.
+
+        `progress` is called with the number of queries finished so far, as each one finishes. The
+        first failure is raised (as ours) once every started query has finished.
+        """
+        done = 0
+
+        async def run_all() -> list[list[Any]]:
+            gate = asyncio.Semaphore(max(1, concurrency))
+
+            async def one(sql: str, params: dict[str, Any]) -> list[Any]:
+                nonlocal done
+                async with gate:
+                    result = await self._client.query(sql, params).execute()
+                done += 1
+                if progress:
+                    progress(done)
+                return result
+
+            return await asyncio.gather(*(one(sql, params) for sql, params in calls), return_exceptions=True)
+
+        results = self._loop.run(run_all())
+        for result in results:
+            if isinstance(result, SurrealError):
+                raise translate(result, self.settings) from result
+            if isinstance(result, BaseException):
+                raise result
+        return results
+
+    def atomic(self, sql: str, params: dict[str, Any] | None = None) -> list[Any]:
+        """Run `sql` as one transaction (BEGIN and COMMIT are added here): all of it applies, or none.
+
+        On failure the error is the statement that failed, not the engine's notice that the other
+        statements were not executed (which is all `query` could report for a transaction).
+        """
+        text = f"BEGIN TRANSACTION;\n{sql}\nCOMMIT TRANSACTION;"
+
+        async def frames() -> tuple[dict[int, Any], list[SurrealError]]:
+            results: dict[int, Any] = {}
+            failures: list[SurrealError] = []
+            async with self._client.query(text, params or {}).stream() as stream:
+                async for frame in stream:
+                    if isinstance(frame, ErrorFrame):
+                        failures.append(frame.error)
+                    elif isinstance(frame, DoneFrame):
+                        results[frame.index] = frame.result.value
+            return results, failures
+
+        try:
+            results, failures = self._loop.run(frames())
+        except SurrealError as error:
+            raise translate(error, self.settings) from error
+        if failures:
+            cause = next((e for e in failures if not _NOT_EXECUTED.search(str(e))), failures[0])
+            raise translate(cause, self.settings) from cause
+        return [results[i] for i in sorted(results)][1:-1]  # without BEGIN's and COMMIT's
 
     def value(self, sql: str, params: dict[str, Any] | None = None) -> Any:
         """Run SurrealQL text and return the last statement's result."""
@@ -109,10 +219,16 @@ class Database:
         return results[-1] if results else None
 
     def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        _OPEN.discard(self)
         try:
-            self._client.close()
+            self._loop.run(self._client.close())
         except SurrealError:  # closing a connection that already failed is not an error
             log.debug("close failed", exc_info=True)
+        finally:
+            self._loop.stop()
 
     def __enter__(self) -> "Database":
         return self
@@ -121,25 +237,57 @@ class Database:
         self.close()
 
 
+async def _sign_in(client: Any, settings: Settings) -> None:
+    """Sign in as a system user (user/password) or through a record access (access, user/password)."""
+    password = settings.password.get_secret_value() if settings.password else ""
+    try:
+        if settings.access:
+            await client.signin({
+                "namespace": settings.namespace, "database": settings.database, "access": settings.access,
+                "variables": {"name": settings.user or "", "pass": password},
+            })
+        elif settings.user:
+            await client.signin({"username": settings.user, "password": password})
+    except (ConnectionUnavailableError, TransportError):
+        raise
+    except SurrealError as error:  # any refusal at sign-in is a credentials problem, said without the secret
+        raise AuthenticationFailed(
+            f"{settings.describe()} refused the credentials: check SURREAL_EVAL_USER and SURREAL_EVAL_PASS"
+            + (f" for access {settings.access}" if settings.access else "")
+        ) from error
+
+
+async def _open(settings: Settings) -> Any:
+    client = AsyncSurreal(settings.url)
+    try:
+        await client.connect()
+        await _sign_in(client, settings)
+        await client.use(settings.namespace, settings.database)
+    except BaseException:
+        try:
+            await client.close()
+        except SurrealError:
+            pass
+        raise
+    return client
+
+
 def connect(settings: Settings) -> Database:
     """Open the database that `settings` names, sign in if a user is given, and select ns/db."""
     log.debug("connecting to %s", settings.describe())
+    loop = _LoopThread()
     try:
-        client = Surreal(settings.url)
+        client = loop.run(_open(settings))
+    except AuthenticationFailed:
+        loop.stop()
+        raise
     except SurrealError as error:
+        loop.stop()
         raise translate(error, settings) from error
-    try:
-        if settings.user:
-            password = settings.password.get_secret_value() if settings.password else ""
-            client.signin({"username": settings.user, "password": password})
-        client.use(settings.namespace, settings.database)
-    except SurrealError as error:
-        try:
-            client.close()
-        except SurrealError:
-            pass
-        raise translate(error, settings) from error
-    return Database(client, settings)
+    except BaseException:
+        loop.stop()
+        raise
+    return Database(client, settings, loop)
 
 
 @contextmanager

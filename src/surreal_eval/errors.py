@@ -8,6 +8,7 @@
     ├── InputError                   a file, row or value given to the harness is invalid (exit 2)
     ├── Rejected                     the database refused a write (a constraint or reference)
     ├── NotFound                     a question, article or run that does not exist
+    ├── NotComparable                two runs that must not be compared (different golden sets) (exit 2)
     ├── QueryFailed                  any other SurrealQL error, with the engine's message
     └── EmbeddingFailed              an embedder could not turn texts into vectors       (exit 4)
 """
@@ -23,6 +24,7 @@ __all__ = [
     "InputError",
     "Rejected",
     "NotFound",
+    "NotComparable",
     "QueryFailed",
     "EmbeddingFailed",
 ]
@@ -76,6 +78,12 @@ class Rejected(SurrealEvalError):
 
 class NotFound(SurrealEvalError):
     """A record that was asked for does not exist."""
+
+    exit_code = 2
+
+
+class NotComparable(SurrealEvalError):
+    """Two runs cannot be compared as asked (a gate across different golden sets); the message says how."""
 
     exit_code = 2
 

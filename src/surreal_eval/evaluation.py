@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import logging
+import os
 import subprocess
-from typing import Any
+from typing import Any, Callable
 
 from surrealdb import RecordID
 
@@ -13,7 +15,14 @@ from .metrics import METRICS, parse_retrievers
 from .models import Bounds, MetricRow, QuestionResult, RunReport, SweepRow
 from .stats import confidence_interval, resolution, sample_warning
 
-__all__ = ["evaluate", "load_run", "run_order"]
+__all__ = ["CONCURRENCY", "BATCH", "evaluate", "load_run", "run_order"]
+
+log = logging.getLogger(__name__)
+
+#: Evaluation statements kept in flight at once (the embedded engine runs them on separate cores).
+CONCURRENCY = max(1, min(os.cpu_count() or 2, 8))
+#: Questions per evaluation statement: small enough to spread over the cores, large enough to amortise.
+BATCH = 4
 
 _RUN_QUERY = "SELECT * FROM ONLY $run WHERE finished_at != NONE"
 _SCORES_QUERY = """
@@ -46,18 +55,40 @@ def evaluate(
     per_question: bool = False,
     intervals: bool = True,
     trigger: str = "library",
+    concurrency: int | None = None,
+    progress: Callable[[int, int], None] | None = None,
 ) -> RunReport:
     """Evaluate the golden set in the database (fn::run_evaluation), record the run, return its report.
 
-    `params` may set corpus, depth, rrf_k, floor and floors; the database fills the defaults.
+    `params` may set corpus, depth, rrf_k, floor, floors, weights, norm and split; the database
+    fills the defaults. The questions are scored in batches with `concurrency` statements in flight
+    (default CONCURRENCY); the run becomes visible in history only when every question is scored,
+    and a failure discards it. `progress(done, total)` is called as batches of questions finish.
     """
     names = parse_retrievers(retrievers)
     given = {k: v for k, v in (params or {}).items() if v is not None}
     given.update(trigger=trigger, git_commit=git_commit())
-    run = db.value(
-        "RETURN fn::run_evaluation($ks, $names, $given, $label)",
+    if db.settings.is_embedded:  # one process holds an embedded store: any unfinished run is dead
+        db.value("RETURN fn::discard_stale_runs(0s)")
+    started = db.value(
+        "RETURN fn::start_run($ks, $names, $given, $label)",
         {"ks": ks, "names": names, "given": given, "label": label},
     )
+    run, questions = started["run"], started["questions"]
+    batches = [questions[i : i + BATCH] for i in range(0, len(questions), BATCH)]
+    try:
+        db.query_many(
+            [("RETURN fn::evaluate_questions($run, $ids)", {"run": run, "ids": batch}) for batch in batches],
+            concurrency=concurrency or CONCURRENCY,
+            progress=(lambda n: progress(min(n * BATCH, len(questions)), len(questions))) if progress else None,
+        )
+        db.value("RETURN fn::finish_run($run)", {"run": run})
+    except BaseException:
+        try:  # leave nothing of a failed run behind (a killed process leaves it unfinished: invisible)
+            db.value("RETURN fn::discard_run($run)", {"run": run})
+        except Exception:  # the connection itself may be what failed
+            log.debug("could not discard %s", run, exc_info=True)
+        raise
     return load_run(db, run, per_question=per_question, intervals=intervals)
 
 

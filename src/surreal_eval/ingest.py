@@ -1,0 +1,599 @@
+"""Bulk ingest of documents and golden-set questions: all or nothing, in bounded memory.
+
+How a load runs (the engine facts behind each step are in SURREALDB.md, "Loading"):
+
+1. Staging tables left behind by a load that was killed (`_ingest_*`) are removed.
+2. Rows are checked one at a time (embedding dimension, labels, grades) and written in batches of
+   `batch_size`, one `INSERT ... RETURN NONE` per batch, into a schemaless staging table
+   `_ingest_<table>`. Embeddings the rows lack are computed by `embedder`, one call per batch.
+   Python holds one batch at a time, plus the ids seen (to find duplicates).
+3. Problems that need every row are collected and refused together, in one message: duplicate
+   ids, labels naming documents that do not exist, questions with no labels, rows with no
+   embedding and no embedder to compute one.
+4. One transaction moves the staged rows into place: (re)define the corpus table, remove its BM25
+   and HNSW indexes, write every staged row by id (replacing a record that exists) and remove
+   the staging table; questions are upserted into `question` in the same transaction.
+5. The indexes are defined again, each built in one pass over the whole table (maintaining a
+   FULLTEXT index row by row is ~10x slower and memory-hungry, and the embedded engine never
+   builds an HNSW graph in the background). This is a second transaction: an index defined in the
+   transaction that inserted the rows is built from the rows committed before it, and comes out
+   empty.
+
+Any failure before the index build removes the staging tables and, the move being one
+transaction, leaves the database exactly as it was. (Should the index build itself fail, the rows
+stay loaded and the error says how to build the indexes.) Nothing here prints: progress goes to a callback,
+`progress(step, done, total)`, called as each batch or step completes (`total` None if unknown).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel
+
+from .connection import Database, record_str, to_record
+from .embedders import Embedder
+from .errors import ConfigError, EmbeddingFailed, InputError, QueryFailed, SurrealEvalError
+from .harness import (
+    DOCUMENTS,
+    HarnessConfig,
+    define_corpus_indexes,
+    harness_config,
+    identifier,
+    import_harness,
+    render,
+    surql_dir,
+)
+from .models import Article, Question
+
+__all__ = [
+    "DEFAULT_BATCH_SIZE",
+    "STAGING_PREFIX",
+    "DatasetReport",
+    "LoadReport",
+    "Progress",
+    "load_beir",
+    "load_corpus",
+    "load_dataset",
+    "load_golden",
+    "staging_tables",
+]
+
+#: Rows per INSERT into the staging table (measured on CISI, 384-d: 100 to 500 are equally fast).
+DEFAULT_BATCH_SIZE = 250
+#: Staging tables are named this prefix + the target table.
+STAGING_PREFIX = "_ingest_"
+QUESTIONS = "question"
+#: How many ids a refusal lists per kind of problem before "(and N more)".
+SHOWN = 5
+#: Labels checked for existence per query.
+_EXISTS_CHUNK = 1000
+#: Tables of the harness that are not corpus tables.
+_NOT_CORPUS = {QUESTIONS, "eval_run", "eval_ranking", "eval_result", "harness_config", "harness_script", "corpus_table"}
+
+#: progress(step, done, total): a step ("staging documents", "embedding", "building indexes", …)
+#: has done `done` of `total` units (None: unknown).
+Progress = Callable[[str, int, "int | None"], None]
+
+
+class LoadReport(BaseModel):
+    """What one load wrote into one table."""
+
+    table: str
+    loaded: int
+    #: rows read but not loaded: BEIR or TREC queries with no relevant judgment
+    skipped: int = 0
+    #: rows whose embedding the embedder computed
+    embedded: int = 0
+    #: labels loaded (questions only)
+    labels: int | None = None
+    #: staging INSERT statements (each at most batch_size rows)
+    batches: int = 0
+    seconds: float = 0.0
+    #: the dimension the harness was imported with by this load, if it was missing
+    harness_imported: int | None = None
+
+
+class DatasetReport(BaseModel):
+    """A corpus and its golden set loaded together, in one transaction."""
+
+    corpus: LoadReport
+    golden: LoadReport
+    seconds: float
+
+
+# ------------------------------------------------------------------------------------ problems
+
+
+class _Problems:
+    """Problems that need every row to be found, refused together in one line."""
+
+    def __init__(self, what: str) -> None:
+        self.what = what
+        self.shown: dict[str, list[str]] = {}
+        self.counts: dict[str, int] = {}
+
+    def add(self, kind: str, entry: str) -> None:
+        self.counts[kind] = self.counts.get(kind, 0) + 1
+        shown = self.shown.setdefault(kind, [])
+        if len(shown) < SHOWN:
+            shown.append(entry)
+
+    def check(self) -> None:
+        if not self.counts:
+            return
+        parts = []
+        for kind, count in self.counts.items():
+            more = f" (and {count - SHOWN} more)" if count > SHOWN else ""
+            parts.append(f"{kind}: {', '.join(self.shown[kind])}{more}")
+        raise InputError(f"{self.what} refused: {'; '.join(parts)}")
+
+
+# -------------------------------------------------------------------------------------- loading
+
+
+class _Load:
+    """One load: the database, the dimension every embedding must have, and the options."""
+
+    def __init__(
+        self,
+        db: Database,
+        *,
+        batch_size: int,
+        embedder: Embedder | None,
+        progress: Progress | None,
+        create_harness: bool,
+    ) -> None:
+        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+            raise ConfigError(f"batch size must be a whole number of at least 1, got {batch_size!r}")
+        self.db = db
+        self.batch_size = batch_size
+        self.embedder = embedder
+        self.progress = progress
+        self.started = time.perf_counter()
+        config = harness_config(db)
+        if config is None and not create_harness:
+            raise ConfigError("the harness is not imported here: run `surreal-eval init --dimension N` first")
+        self.dimension: int | None = config.dimension if config else None
+        self.learnt = config is None  # the dimension comes from the first embedding of this load
+        self.harness_imported: int | None = None
+        self.batches = 0
+
+    def step(self, name: str, done: int, total: int | None = None) -> None:
+        if self.progress is not None:
+            self.progress(name, done, total)
+
+    def seconds(self) -> float:
+        return round(time.perf_counter() - self.started, 3)
+
+    # -- embeddings
+
+    def check_embedding(self, kind: str, ident: str, vector: list[float]) -> None:
+        if self.dimension is None:
+            self.dimension = len(vector)
+            if not 0 < self.dimension <= 16384:
+                raise InputError(f"{kind} {ident!r}: embedding has {len(vector)} values (1 to 16384 expected)")
+        if len(vector) != self.dimension:
+            expected = "the first embedding of this load has" if self.learnt else "the index expects"
+            raise InputError(f"{kind} {ident!r}: embedding has {len(vector)} values, {expected} {self.dimension}")
+        if not all(math.isfinite(x) for x in vector):
+            raise InputError(f"{kind} {ident!r}: embedding has a value that is not a finite number")
+
+    def embed(self, texts: list[str]) -> list[list[float]]:
+        name = getattr(self.embedder, "name", type(self.embedder).__name__)
+        # an empty text still needs a vector (the document stays in the corpus); endpoints refuse ""
+        vectors = self.embedder.embed([t if t.strip() else " " for t in texts])
+        if len(vectors) != len(texts):
+            raise EmbeddingFailed(f"embedder {name} returned {len(vectors)} vectors for {len(texts)} texts")
+        if self.dimension is not None and vectors and len(vectors[0]) != self.dimension:
+            raise EmbeddingFailed(
+                f"embedder {name} makes {len(vectors[0])}-d vectors, the index expects {self.dimension}: "
+                "use the embedder the corpus was embedded with, or a database initialised for that dimension")
+        return [[float(x) for x in v] for v in vectors]
+
+    # -- statements
+
+    def insert(self, staging: str, rows: list[dict[str, Any]]) -> None:
+        if rows:  # staged as {id, row}: the move writes `row` as the record's content
+            staged = [{"id": r["id"], "row": {k: v for k, v in r.items() if k != "id"}} for r in rows]
+            self.db.query(_sql("INSERT INTO {{staging}} $rows RETURN NONE", staging=staging), {"rows": staged})
+            self.batches += 1
+
+    def ensure_harness(self) -> None:
+        """Import the harness with the dimension of this load's embeddings, if it is missing."""
+        if not self.learnt:
+            return
+        if self.dimension is None:
+            raise InputError("nothing to load: no embedding was read, so the index dimension is unknown")
+        import_harness(self.db, HarnessConfig(dimension=self.dimension))
+        self.harness_imported = self.dimension
+        self.learnt = False
+
+
+def _sql(template: str, **names: str) -> str:
+    """A statement with table and field names (validated identifiers) substituted in one place."""
+    return render(template, {k: identifier(v, what=k) for k, v in names.items()}, source="ingest")
+
+
+def _template(name: str, table: str, dimension: int) -> str:
+    text = (surql_dir() / f"{name}.surql").read_text(encoding="utf-8")
+    return render(text, {"corpus": table, "dimension": dimension}, source=f"surql/{name}.surql")
+
+
+def staging_tables(db: Database) -> list[str]:
+    """The staging tables in the database (left by a load that was killed, when none is running)."""
+    return sorted(t for t in db.value("INFO FOR DB")["tables"] if t.startswith(STAGING_PREFIX))
+
+
+def _remove_staging(db: Database) -> None:
+    for table in staging_tables(db):
+        db.query(_sql("REMOVE TABLE IF EXISTS {{staging}}", staging=table))
+
+
+def _chunks(items: Iterable[Any], size: int) -> Iterator[list[Any]]:
+    batch: list[Any] = []
+    for item in items:
+        batch.append(item)
+        if len(batch) >= size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
+
+
+# ------------------------------------------------------------------------------------ documents
+
+
+def _document_text(doc: Article) -> str:
+    """What an embedder embeds for a document: `title. content` (the convention of the CISI set)."""
+    if doc.title and doc.content:
+        return f"{doc.title}. {doc.content}"
+    return doc.content or doc.title
+
+
+def _stage_documents(load: _Load, documents: Iterable[Article], staging: str, problems: _Problems, kind: str) -> tuple[set[str], int]:
+    """Stage every document; returns the ids staged and how many the embedder embedded."""
+    load.db.query(_sql("DEFINE TABLE OVERWRITE {{staging}} SCHEMALESS", staging=staging))
+    seen: set[str] = set()
+    embedded = 0
+    step = f"staging {kind}s"
+    load.step(step, 0)
+
+    def unique() -> Iterator[Article]:
+        for doc in documents:
+            if doc.id in seen:
+                problems.add("duplicate ids", doc.id)
+                continue
+            seen.add(doc.id)
+            yield doc
+
+    done = 0
+    for batch in _chunks(unique(), load.batch_size):
+        missing = [d for d in batch if d.embedding is None]
+        vectors: dict[str, list[float]] = {}
+        if missing and load.embedder is not None:
+            vectors = dict(zip((d.id for d in missing), load.embed([_document_text(d) for d in missing])))
+            embedded += len(missing)
+        rows = []
+        for doc in batch:
+            vector = doc.embedding if doc.embedding is not None else vectors.get(doc.id)
+            if vector is None:
+                problems.add(f"{kind}s without an embedding (give an embedder to compute them)", doc.id)
+                continue
+            load.check_embedding(kind, doc.id, vector)
+            row = doc.model_dump(exclude_none=True)
+            row["embedding"] = vector
+            if doc.doc is not None:
+                row["doc"] = to_record(doc.doc, DOCUMENTS)
+            rows.append(row)
+        load.insert(staging, rows)
+        done += len(batch)
+        load.step(step, done)
+    return seen, embedded
+
+
+def _move_rows(staging: str, target: str) -> str:
+    """Statements moving every staged row into `target`, replacing a record that exists (its id is
+    kept, so the labels pointing at it stay valid), then removing the staging table.
+
+    A FOR loop of single-record writes, not one INSERT of every row: in one transaction the engine
+    takes time superlinear in the rows for a many-row INSERT or UPSERT (7,300 CISI-sized rows: 40 s)
+    and linear for this loop (5 s).
+    """
+    return _sql(
+        # LET first: `FOR $r IN (SELECT ...)` over a one-row result fails ("Cannot execute statement")
+        "LET $rows = SELECT record::id(id) AS key, row FROM {{staging}};\n"
+        "FOR $r IN $rows {\n"
+        "    LET $id = type::record('{{target}}', $r.key);\n"
+        "    IF record::exists($id) { UPDATE $id CONTENT $r.row RETURN NONE; }\n"
+        "    ELSE { CREATE $id CONTENT $r.row RETURN NONE; };\n"
+        "};\n"
+        "REMOVE TABLE {{staging}};",
+        staging=staging, target=target,
+    )
+
+
+def _move_documents(table: str, staging: str, dimension: int) -> str:
+    """(Re)define corpus table `table`, remove its search indexes, move the staged documents in."""
+    drop = _sql("REMOVE INDEX IF EXISTS {{content}} ON {{corpus}};\nREMOVE INDEX IF EXISTS {{vectors}} ON {{corpus}};",
+                corpus=table, content=f"{table}_content", vectors=f"{table}_embedding")
+    return "\n".join([_template("corpus", table, dimension), drop, _move_rows(staging, table)])
+
+
+def _build_indexes(load: _Load, table: str) -> None:
+    """Define `table`'s BM25 and HNSW indexes over its committed rows, each built in one pass.
+
+    This cannot share the move's transaction: an index defined in the transaction that inserted
+    the rows is built from the rows committed before it, and comes out empty.
+    """
+    load.step("building indexes", 0, 1)
+    try:
+        define_corpus_indexes(load.db, table)
+    except SurrealEvalError as error:
+        again = "`surreal-eval init`" if table == DOCUMENTS else f"define_corpus_indexes(db, {table!r})"
+        raise QueryFailed(f"the rows of {table} were loaded but its indexes could not be built ({error}): "
+                          f"run {again} to build them") from error
+    load.step("building indexes", 1, 1)
+
+
+# ------------------------------------------------------------------------------------ questions
+
+
+def _question_row(question: Question) -> dict[str, Any]:
+    """A question as a staged row, refused with its id if it breaks a rule of the golden set."""
+    qid = question.id
+    if not question.text.strip():
+        raise InputError(f"question {qid!r}: the text is empty")
+    labels = [to_record(r, DOCUMENTS) for r in question.relevant]
+    names = [record_str(r) for r in labels]
+    if len(set(names)) != len(names):
+        twice = next(n for n in names if names.count(n) > 1)
+        raise InputError(f"question {qid!r}: the same article is labelled twice ({twice})")
+    if question.grades is not None and len(question.grades) != len(labels):
+        raise InputError(f"question {qid!r}: {len(question.grades)} grades for {len(labels)} labels")
+    if question.grades is not None and any(not (g > 0 and math.isfinite(g)) for g in question.grades):
+        raise InputError(f"question {qid!r}: every grade must be a number above 0")
+    row = question.model_dump(exclude_none=True)
+    row["relevant"] = labels
+    if question.passages:
+        for passage in question.passages:
+            if record_str(to_record(passage.doc, DOCUMENTS)) not in names:
+                raise InputError(f"question {qid!r}: passage of {passage.doc} quotes a document that is not among its labels")
+        row["passages"] = [{**p.model_dump(), "doc": to_record(p.doc, DOCUMENTS)} for p in question.passages]
+    return row
+
+
+def _stage_questions(
+    load: _Load, questions: Iterable[Question], staging: str, problems: _Problems, staged_documents: set[str]
+) -> tuple[int, int, int]:
+    """Stage every question; returns (questions staged, labels, embedded by the embedder)."""
+    load.db.query(_sql("DEFINE TABLE OVERWRITE {{staging}} SCHEMALESS", staging=staging))
+    seen: set[str] = set()
+    to_check: dict[str, tuple[Any, str]] = {}  # label -> (record, first question naming it)
+    counts = {"questions": 0, "labels": 0, "embedded": 0}
+    load.step("staging questions", 0)
+
+    def valid() -> Iterator[tuple[Question, dict[str, Any]]]:
+        for question in questions:
+            if question.id in seen:
+                problems.add("duplicate ids", question.id)
+                continue
+            seen.add(question.id)
+            if not question.relevant:
+                problems.add("questions with no labels", question.id)
+                continue
+            row = _question_row(question)
+            for label in row["relevant"]:
+                if not (label.table_name == DOCUMENTS and label.id in staged_documents):
+                    to_check.setdefault(record_str(label), (label, question.id))
+            yield question, row
+
+    done = 0
+    for batch in _chunks(valid(), load.batch_size):
+        missing = [q for q, _ in batch if q.embedding is None]
+        vectors: dict[str, list[float]] = {}
+        if missing and load.embedder is not None:
+            vectors = dict(zip((q.id for q in missing), load.embed([q.text for q in missing])))
+            counts["embedded"] += len(missing)
+        rows = []
+        for question, row in batch:
+            vector = question.embedding if question.embedding is not None else vectors.get(question.id)
+            if vector is None:
+                problems.add("questions without an embedding (give an embedder to compute them)", question.id)
+                continue
+            load.check_embedding("question", question.id, vector)
+            row["embedding"] = vector
+            rows.append(row)
+            counts["labels"] += len(row["relevant"])
+        load.insert(staging, rows)
+        counts["questions"] += len(rows)
+        done += len(batch)
+        load.step("staging questions", done)
+
+    for chunk in _chunks(list(to_check.values()), _EXISTS_CHUNK):
+        missing_labels = load.db.value(
+            "RETURN $labels.filter(|$r| !record::exists($r))", {"labels": [label for label, _ in chunk]})
+        gone = {record_str(r) for r in missing_labels}
+        for label, owner in chunk:
+            if record_str(label) in gone:
+                problems.add("labels to unknown documents", f"{owner} -> {record_str(label)}")
+    return counts["questions"], counts["labels"], counts["embedded"]
+
+
+def _move_questions(staging: str) -> str:
+    return _move_rows(staging, QUESTIONS)
+
+
+# --------------------------------------------------------------------------------- public API
+
+
+def _corpus_table(table: str) -> str:
+    identifier(table, what="corpus table")
+    if len(STAGING_PREFIX + table) > 63:
+        raise ConfigError(f"corpus table name {table!r} is too long: at most {63 - len(STAGING_PREFIX)} characters")
+    if table in _NOT_CORPUS or table.startswith(STAGING_PREFIX):
+        raise ConfigError(f"{table!r} cannot be a corpus table: the harness uses that name")
+    return table
+
+
+def _run(load: _Load, body: Callable[[], Any]) -> Any:
+    """Run a load; on any failure remove its staging tables (the database is then as it was)."""
+    _remove_staging(load.db)
+    try:
+        return body()
+    except BaseException:
+        try:
+            _remove_staging(load.db)
+        except Exception:  # the original error matters more than a failed clean-up
+            pass
+        raise
+
+
+def load_corpus(
+    db: Database,
+    documents: Iterable[Article],
+    *,
+    table: str = DOCUMENTS,
+    batch_size: int = DEFAULT_BATCH_SIZE,
+    embedder: Embedder | None = None,
+    progress: Progress | None = None,
+    create_harness: bool = False,
+) -> LoadReport:
+    """Load documents into corpus table `table` (upsert by id), all or none, then build its indexes.
+
+    Documents without an embedding are embedded by `embedder` (`title. content`); with none, they
+    are refused. `create_harness` imports the harness when it is missing, with the dimension of the
+    first embedding (otherwise a missing harness is a ConfigError).
+    """
+    table = _corpus_table(table)
+    load = _Load(db, batch_size=batch_size, embedder=embedder, progress=progress, create_harness=create_harness)
+    staging = STAGING_PREFIX + table
+    kind = "article" if table == DOCUMENTS else "document"
+    problems = _Problems("corpus")
+
+    def body() -> LoadReport:
+        staged, embedded = _stage_documents(load, documents, staging, problems, kind)
+        problems.check()
+        report = LoadReport(table=table, loaded=len(staged), embedded=embedded, batches=load.batches)
+        if not staged:
+            _remove_staging(db)
+            return report.model_copy(update={"seconds": load.seconds()})
+        load.ensure_harness()
+        load.step(f"moving into {table}", 0, 1)
+        db.atomic(_move_documents(table, staging, load.dimension or 0))
+        load.step(f"moving into {table}", 1, 1)
+        _build_indexes(load, table)
+        return report.model_copy(update={"seconds": load.seconds(), "harness_imported": load.harness_imported})
+
+    return _run(load, body)
+
+
+def load_golden(
+    db: Database,
+    questions: Iterable[Question],
+    *,
+    batch_size: int = DEFAULT_BATCH_SIZE,
+    embedder: Embedder | None = None,
+    progress: Progress | None = None,
+    create_harness: bool = False,
+) -> LoadReport:
+    """Load golden-set questions (upsert by id), all or none.
+
+    Refused together, in one message: duplicate ids, labels naming documents that do not exist,
+    questions with no labels, questions with no embedding (when no embedder is given). Refused at
+    once, naming the question: empty text, a label twice, grades that do not match the labels, an
+    embedding of the wrong dimension. `skipped` in the report is `questions.skipped` when the
+    questions come from a BEIR or TREC reader (queries with no judgment).
+    """
+    load = _Load(db, batch_size=batch_size, embedder=embedder, progress=progress, create_harness=create_harness)
+    staging = STAGING_PREFIX + QUESTIONS
+    problems = _Problems("golden set")
+
+    def body() -> LoadReport:
+        count, labels, embedded = _stage_questions(load, questions, staging, problems, set())
+        problems.check()
+        report = LoadReport(table=QUESTIONS, loaded=count, skipped=getattr(questions, "skipped", 0),
+                            embedded=embedded, labels=labels, batches=load.batches)
+        if count:
+            load.ensure_harness()
+            load.step("moving questions", 0, 1)
+            db.atomic(_move_questions(staging))
+            load.step("moving questions", 1, 1)
+        else:
+            _remove_staging(db)
+        return report.model_copy(update={"seconds": load.seconds(), "harness_imported": load.harness_imported})
+
+    return _run(load, body)
+
+
+def load_dataset(
+    db: Database,
+    documents: Iterable[Article],
+    questions: Iterable[Question],
+    *,
+    batch_size: int = DEFAULT_BATCH_SIZE,
+    embedder: Embedder | None = None,
+    progress: Progress | None = None,
+    create_harness: bool = False,
+) -> DatasetReport:
+    """Load documents into `article` and the golden set that labels them, in one transaction.
+
+    Labels may name documents of this load or articles already stored. The documents' problems
+    are refused first (one message), then the golden set's (one message).
+    """
+    load = _Load(db, batch_size=batch_size, embedder=embedder, progress=progress, create_harness=create_harness)
+    doc_staging, question_staging = STAGING_PREFIX + DOCUMENTS, STAGING_PREFIX + QUESTIONS
+    doc_problems, question_problems = _Problems("corpus"), _Problems("golden set")
+
+    def body() -> DatasetReport:
+        staged, doc_embedded = _stage_documents(load, documents, doc_staging, doc_problems, "article")
+        doc_problems.check()
+        doc_batches = load.batches
+        count, labels, q_embedded = _stage_questions(load, questions, question_staging, question_problems, staged)
+        question_problems.check()
+        load.ensure_harness()
+        statements = []
+        if staged:
+            statements.append(_move_documents(DOCUMENTS, doc_staging, load.dimension or 0))
+        if count:
+            statements.append(_move_questions(question_staging))
+        load.step("moving into article and question", 0, 1)
+        if statements:
+            db.atomic("\n".join(statements))
+        _remove_staging(db)
+        load.step("moving into article and question", 1, 1)
+        if staged:
+            _build_indexes(load, DOCUMENTS)
+        seconds = load.seconds()
+        return DatasetReport(
+            corpus=LoadReport(table=DOCUMENTS, loaded=len(staged), embedded=doc_embedded, batches=doc_batches,
+                              seconds=seconds, harness_imported=load.harness_imported),
+            golden=LoadReport(table=QUESTIONS, loaded=count, skipped=getattr(questions, "skipped", 0),
+                              embedded=q_embedded, labels=labels, batches=load.batches - doc_batches, seconds=seconds),
+            seconds=seconds,
+        )
+
+    return _run(load, body)
+
+
+def load_beir(
+    db: Database,
+    folder: Path | str,
+    *,
+    split: str = "test",
+    batch_size: int = DEFAULT_BATCH_SIZE,
+    embedder: Embedder | None = None,
+    progress: Progress | None = None,
+    create_harness: bool = False,
+) -> DatasetReport:
+    """Load a BEIR folder (corpus.jsonl, queries.jsonl, qrels/<split>.tsv, embeddings/ if present)
+    into `article` and `question` in one transaction; queries with no judgment are skipped and counted."""
+    from .loaders import read_beir
+
+    documents, questions = read_beir(Path(folder), split=split)
+    return load_dataset(db, documents, questions, batch_size=batch_size, embedder=embedder,
+                        progress=progress, create_harness=create_harness)

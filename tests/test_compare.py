@@ -1,0 +1,249 @@
+"""compare: two runs (or two retrievers of one run) paired by question, on the demo seed.
+
+The regressions are real runs of the engine: with floor 0 the floored hybrid is plain hybrid,
+which at k = 3 returns none of money_back's labels (the lesson's finding); reversing every
+article embedding's axes makes the vector retriever point the wrong way on six questions.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from surreal_eval import (
+    ConfigError,
+    NotFound,
+    Settings,
+    compare_retrievers,
+    compare_runs,
+    connect,
+    evaluate,
+    paired_test,
+    question_scores,
+    resolve_run,
+)
+from surreal_eval.cli import app
+from surreal_eval.compare import Change, compare_reports
+
+KS = [1, 3, 5]
+RETRIEVERS = ["bm25", "vector", "hybrid", "hybrid_floor"]
+runner = CliRunner()
+
+
+def reverse_embeddings(db) -> None:
+    """Reverse the axes of every article embedding: a broken embedding model, same texts."""
+    db.query("FOR $a IN (SELECT id, embedding FROM article) { UPDATE $a.id SET embedding = array::reverse($a.embedding) };")
+
+
+def add_question(db) -> None:
+    db.query(
+        "CREATE question:refund_status CONTENT {text: 'when will my refund arrive', "
+        "embedding: [0.1, 0.9, 0.1, 0.0], relevant: [article:refund_request], category: 'billing'}"
+    )
+
+
+def row(comparison, retriever, metric):
+    (found,) = [r for r in comparison.rows if r.retriever == retriever and r.metric == metric]
+    return found
+
+
+@pytest.fixture
+def floors(seeded):
+    """Two runs of the seed: the default floor 3.0, then floor 0."""
+    base = evaluate(seeded, ks=KS, label="floor 3", per_question=True)
+    zero = evaluate(seeded, ks=KS, params={"floor": 0.0}, label="floor 0", per_question=True)
+    return seeded, base, zero
+
+
+def test_floor_zero_breaks_money_back_for_the_floored_hybrid_only(floors):
+    db, base, zero = floors
+    comparison = compare_runs(db, base.run, zero.run)
+    assert len(comparison.rows) == len(RETRIEVERS) * 7 * len(KS)  # every metric at every shared k
+    changed = {(r.retriever, r.metric) for r in comparison.rows if r.fixed or r.broken}
+    assert {retriever for retriever, _ in changed} == {"hybrid_floor"}
+    recall3 = row(comparison, "hybrid_floor", "recall@3")
+    assert recall3.fixed == []
+    assert [(d.question, d.before, d.after) for d in recall3.broken] == [("question:money_back", 1.0, 0.0)]
+    assert (recall3.mean_a, recall3.mean_b) == (1.0, 0.875)
+    assert recall3.difference == pytest.approx(-1 / 8)
+    # one differing question: its two sign patterns (+d, -d) each hold half of the mass, so p = 1
+    assert recall3.p_value == 1.0 and recall3.n == 8
+    # mrr@5: money_back's first label fell from rank 1 to rank 4
+    mrr5 = row(comparison, "hybrid_floor", "mrr@5")
+    assert [(d.question, d.before, d.after) for d in mrr5.broken] == [("question:money_back", 1.0, 0.25)]
+    # what changed between the runs is the floor, and nothing else recorded
+    assert comparison.changes == [Change(field="params.floor", a=3.0, b=0.0)]
+    assert comparison.same_golden and comparison.shared == 8
+    assert not [w for w in comparison.warnings if w.startswith("WARNING")]
+
+
+def test_the_other_direction_lists_money_back_as_fixed(floors):
+    db, base, zero = floors
+    recall3 = row(compare_runs(db, zero.run, base.run, metrics=["recall@3"]), "hybrid_floor", "recall@3")
+    assert [(d.question, d.before, d.after) for d in recall3.fixed] == [("question:money_back", 0.0, 1.0)]
+    assert recall3.broken == [] and recall3.difference == pytest.approx(1 / 8)
+
+
+def test_latest_and_previous_name_the_last_two_runs(floors):
+    db, base, zero = floors
+    assert resolve_run(db, "latest") == resolve_run(db, zero.run)
+    assert resolve_run(db, "previous") == resolve_run(db, base.run)
+    assert resolve_run(db, base.run.split(":", 1)[1]) == resolve_run(db, base.run)
+    by_name = compare_runs(db, "previous", "latest", metrics=["recall@3"])
+    by_id = compare_runs(db, base.run, zero.run, metrics=["recall@3"])
+    assert by_name.model_dump() == by_id.model_dump()
+
+
+def test_run_references_that_name_nothing_are_refused(db):
+    with pytest.raises(NotFound, match="no finished run yet"):
+        resolve_run(db, "latest")
+    with pytest.raises(NotFound, match="eval_run:nope"):
+        resolve_run(db, "nope")
+
+
+def test_previous_needs_two_runs(seeded):
+    evaluate(seeded, ks=[3])
+    with pytest.raises(NotFound, match="needs two finished runs"):
+        resolve_run(seeded, "previous")
+
+
+def test_metric_and_retriever_selection(floors):
+    db, base, zero = floors
+    one = compare_runs(db, base.run, zero.run, metrics=["recall@3"], retrievers=["hybrid_floor"])
+    assert [(r.retriever, r.metric) for r in one.rows] == [("hybrid_floor", "recall@3")]
+    bare = compare_runs(db, base.run, zero.run, metrics=["recall"], retrievers=["vector"])
+    assert [r.metric for r in bare.rows] == ["recall@1", "recall@3", "recall@5"]
+    with pytest.raises(ConfigError, match="k = 1, 3, 5"):
+        compare_runs(db, base.run, zero.run, metrics=["recall@10"])
+    with pytest.raises(ConfigError, match="unknown metric"):
+        compare_runs(db, base.run, zero.run, metrics=["recal@3"])
+    with pytest.raises(ConfigError, match="hybrid_linear"):
+        compare_runs(db, base.run, zero.run, retrievers=["hybrid_linear"])
+
+
+def test_only_shared_cutoffs_and_retrievers_are_compared(seeded):
+    a = evaluate(seeded, ks=[1, 3], retrievers=["bm25", "vector"])
+    b = evaluate(seeded, ks=[3, 5], retrievers=["vector", "hybrid"])
+    comparison = compare_runs(seeded, a.run, b.run, metrics=["recall"])
+    assert [(r.retriever, r.metric) for r in comparison.rows] == [("vector", "recall@3")]
+    assert set(comparison.skipped) == {
+        "retriever bm25 is only in A", "retriever hybrid is only in B", "k = 1 is only in A", "k = 5 is only in B"}
+
+
+def test_a_significant_regression_has_the_hand_worked_p_value(seeded):
+    base = evaluate(seeded, ks=KS, per_question=True)
+    reverse_embeddings(seeded)
+    broken = evaluate(seeded, ks=KS, per_question=True)
+    recall3 = row(compare_runs(seeded, base.run, broken.run, metrics=["recall@3"]), "vector", "recall@3")
+    assert {d.question.split(":")[1] for d in recall3.broken} == {
+        "money_back", "new_card", "send_back", "stop_plan", "where_parcel", "signin"}
+    assert recall3.fixed == []
+    # six questions fell and none rose: of the 2**6 sign patterns only the observed one is as
+    # extreme in its tail, so the two-sided p is 2 x 1/64
+    assert recall3.p_value == pytest.approx(2 / 64)
+    # signin kept one of its three labels: 1/3; the others lost everything
+    assert [d.after for d in recall3.broken if d.question == "question:signin"] == [pytest.approx(1 / 3)]
+    a, b = question_scores(base, "vector", "recall@3"), question_scores(broken, "vector", "recall@3")
+    oracle = paired_test(list(a.values()), list(b.values()))
+    assert (recall3.p_value, recall3.low, recall3.high) == (oracle.p_value, oracle.low, oracle.high)
+    assert recall3.mean_b == pytest.approx(0.875 - (5 + 2 / 3) / 8)
+
+
+def test_different_golden_sets_are_compared_on_shared_questions_with_a_loud_warning(seeded):
+    base = evaluate(seeded, ks=KS)
+    add_question(seeded)
+    more = evaluate(seeded, ks=KS)
+    comparison = compare_runs(seeded, base.run, more.run, metrics=["recall@3"])
+    assert not comparison.same_golden
+    assert (comparison.questions_a, comparison.questions_b, comparison.shared) == (8, 9, 8)
+    assert comparison.only_b == ["question:refund_status"] and comparison.only_a == []
+    warning = comparison.warnings[0]
+    assert warning.startswith("WARNING") and "DIFFERENT GOLDEN SETS" in warning
+    assert "8 questions" in warning and "9 questions" in warning and "1 only in B" in warning
+    assert all(r.n == 8 for r in comparison.rows)
+    assert {c.field for c in comparison.changes} >= {"golden.fingerprint", "golden.questions"}
+
+
+def test_edited_labels_on_the_same_questions_also_warn(seeded):
+    base = evaluate(seeded, ks=KS)
+    seeded.query("UPDATE question:money_back SET grades = [1, 1]")
+    edited = evaluate(seeded, ks=KS)
+    comparison = compare_runs(seeded, base.run, edited.run, metrics=["ndcg@3"])
+    assert comparison.shared == 8 and not comparison.same_golden
+    assert "labels or grades changed" in comparison.warnings[0]
+
+
+def test_compare_two_retrievers_within_one_run(floors):
+    db, base, _ = floors
+    # the lesson: vector misses rate_limit, which hybrid recovers; hybrid loses money_back
+    within = compare_retrievers(db, base.run, "vector", "hybrid", "recall@3")
+    (delta,) = within.rows
+    assert [d.question for d in delta.fixed] == ["question:rate_limit"]
+    assert [d.question for d in delta.broken] == ["question:money_back"]
+    assert delta.difference == 0.0 and delta.p_value == 1.0  # +1 and -1: every pattern is as extreme
+    # the floor fixes money_back and keeps the 429 fix: 0.875 -> 1.000
+    (floored,) = compare_retrievers(db, base.run, "hybrid", "hybrid_floor", "recall@3").rows
+    assert [(d.question, d.before, d.after) for d in floored.fixed] == [("question:money_back", 0.0, 1.0)]
+    assert floored.broken == [] and floored.difference == pytest.approx(1 / 8)
+    every = compare_retrievers(db, base.run, "vector", "hybrid", None)
+    assert len(every.rows) == 7 * len(KS)
+    with pytest.raises(ConfigError, match="did not evaluate retriever hybrid_linear"):
+        compare_retrievers(db, base.run, "vector", "hybrid_linear")
+
+
+def test_compare_reports_needs_per_question_results(floors):
+    _, base, zero = floors
+    with pytest.raises(ConfigError, match="per_question"):
+        compare_reports(base.model_copy(update={"per_question": None}), zero)
+
+
+# ---------------------------------------------------------------------------------------------
+# The CLI
+# ---------------------------------------------------------------------------------------------
+
+
+def cli(store, *args):
+    return runner.invoke(app, ["--url", f"surrealkv://{store}", *args])
+
+
+def test_cli_compare_prints_changes_and_broken_questions(tmp_path):
+    store = tmp_path / "store"
+    assert cli(store, "init", "--demo").exit_code == 0
+    assert cli(store, "evaluate", "--k", "1,3,5", "--label", "floor 3").exit_code == 0
+    assert cli(store, "evaluate", "--k", "1,3,5", "--floor", "0", "--label", "floor 0").exit_code == 0
+
+    result = cli(store, "compare", "previous", "latest", "--metric", "recall@3", "--json")
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert (data["label_a"], data["label_b"]) == ("floor 3", "floor 0")
+    (floored,) = [r for r in data["rows"] if r["retriever"] == "hybrid_floor"]
+    assert floored["broken"] == [{"question": "question:money_back", "before": 1.0, "after": 0.0}]
+    assert data["changes"] == [{"field": "params.floor", "a": 3.0, "b": 0.0}]
+
+    text = cli(store, "compare", "previous", "latest", "--metric", "recall@3").stdout
+    assert "params.floor" in text and "money_back 1.00→0.00" in text and "broken" in text
+
+    within = cli(store, "compare", "latest", "--retriever", "vector", "--retriever", "hybrid", "--metric", "recall@3")
+    assert within.exit_code == 0 and "rate_limit 0.00→1.00" in within.stdout
+
+    alone = cli(store, "compare", "latest")
+    assert alone.exit_code == 2 and "two --retriever" in alone.stderr
+    missing = cli(store, "compare", "latest", "nope")
+    assert missing.exit_code == 2 and "no finished run eval_run:nope" in missing.stderr
+    bad = cli(store, "compare", "previous", "latest", "--metric", "recall@9")
+    assert bad.exit_code == 2 and "recall@9" in bad.stderr
+
+
+def test_cli_compare_warns_loudly_about_different_golden_sets(tmp_path):
+    store = tmp_path / "store"
+    cli(store, "init", "--demo")
+    cli(store, "evaluate", "--k", "3")
+    with connect(Settings(url=f"surrealkv://{store}")) as db:
+        add_question(db)
+    cli(store, "evaluate", "--k", "3")
+    result = cli(store, "compare", "previous", "latest", "--metric", "recall@3")
+    assert result.exit_code == 0
+    assert "WARNING" in result.stdout and "DIFFERENT GOLDEN SETS" in result.stdout
+    assert "paired over 8 questions (A has 8, B has 9)" in result.stdout

@@ -1,0 +1,420 @@
+"""Bulk ingest: bounded batches, indexes built after the load, all or nothing, problems listed together."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from surreal_eval import (
+    Article,
+    ConfigError,
+    Database,
+    InputError,
+    Question,
+    Rejected,
+    Settings,
+    connect,
+)
+from surreal_eval import ingest
+from surreal_eval.cli import app
+from surreal_eval.ingest import load_beir, load_corpus, load_dataset, load_golden, staging_tables
+
+from .conftest import fresh_db, snapshot
+from .test_loaders import beir_folder, write
+
+CISI = Path(__file__).resolve().parents[2] / "shared/datasets/cisi"
+
+
+def doc(i, *, dim=4, content=None, **kw) -> Article:
+    vector = [0.0] * dim
+    vector[i % dim] = 1.0
+    return Article(id=f"d{i}", title=f"Document {i}", content=content if content is not None else f"word{i} shared text", embedding=vector, **kw)
+
+
+def question(qid, relevant, *, dim=4, **kw) -> Question:
+    return Question(id=qid, text=f"question {qid}", embedding=[0.5] * dim, relevant=list(relevant), **kw)
+
+
+class Spy:
+    """Records the staging INSERTs a load sends: how many, and the rows of each."""
+
+    def __init__(self, monkeypatch):
+        self.batches: list[int] = []
+        original = Database.query
+
+        def query(db, sql, params=None):
+            if sql.startswith("INSERT INTO _ingest_"):
+                self.batches.append(len(params["rows"]))
+            return original(db, sql, params)
+
+        monkeypatch.setattr(Database, "query", query)
+
+
+class FakeEmbedder:
+    """Embeds a text as [len, 1, 0, 0]; remembers every call."""
+
+    name = "fake:len"
+
+    def __init__(self, fail_on_call: int | None = None, dim: int = 4):
+        self.calls: list[list[str]] = []
+        self.fail_on_call = fail_on_call
+        self.dim = dim
+
+    def embed(self, texts):
+        self.calls.append(list(texts))
+        if self.fail_on_call == len(self.calls):
+            raise RuntimeError("the model fell over")
+        return [[float(len(t)), 1.0] + [0.0] * (self.dim - 2) for t in texts]
+
+
+def bm25(db, words, table="article"):
+    return db.value(
+        "SELECT VALUE record::id(id) FROM type::table($t) WHERE content @1,OR@ $q ORDER BY id", {"t": table, "q": words})
+
+
+def knn(db, vector, table="article", k=3):
+    return db.value(
+        f"SELECT VALUE record::id(id) FROM type::table($t) WHERE embedding <|{k},40|> $v", {"t": table, "v": vector})
+
+
+# ------------------------------------------------------------------------------- bulk loading
+
+
+def test_bulk_load_in_bounded_batches_then_indexes_answer(db, monkeypatch):
+    spy = Spy(monkeypatch)
+    docs = [doc(i) for i in range(23)]
+    steps = []
+    report = load_corpus(db, iter(docs), batch_size=5, progress=lambda step, done, total: steps.append((step, done)))
+    assert report.loaded == 23 and report.table == "article" and report.batches == 5
+    assert spy.batches == [5, 5, 5, 5, 3]  # never more than batch_size rows per INSERT
+    assert ("staging articles", 23) in steps and steps[-3:] == [("moving into article", 1), ("building indexes", 0), ("building indexes", 1)]
+    assert db.value("RETURN count(SELECT id FROM article)") == 23
+    assert bm25(db, "word7") == ["d7"]
+    assert set(knn(db, [0.0, 1.0, 0.0, 0.0], k=3)) <= {f"d{i}" for i in range(1, 23, 4)}
+    for index in ("article_content", "article_embedding"):
+        building = db.value(f"INFO FOR INDEX {index} ON article")["building"]
+        assert building["status"] == "ready" and building["initial"] == 23  # built in one pass after the load
+    assert staging_tables(db) == []
+
+
+def test_loading_into_a_table_with_rows_upserts_by_id_and_rebuilds_indexes(seeded):
+    assert seeded.value("RETURN count(SELECT id FROM article)") == 10
+    replaced = Article(id="track_order", title="Where is my parcel", content="zebra crossing", embedding=[0, 0, 1, 0])
+    report = load_corpus(seeded, [replaced, doc(1, metadata={"k": "v"})])
+    assert report.loaded == 2
+    assert seeded.value("RETURN count(SELECT id FROM article)") == 11
+    row = seeded.value("SELECT * OMIT id FROM ONLY article:track_order")
+    assert row == {"title": "Where is my parcel", "content": "zebra crossing", "embedding": [0.0, 0.0, 1.0, 0.0]}
+    assert bm25(seeded, "zebra") == ["track_order"] and bm25(seeded, "word1") == ["d1"]
+    assert seeded.value("INFO FOR INDEX article_content ON article")["building"]["initial"] == 11
+    assert seeded.value("RETURN count(SELECT id FROM question)") == 8  # the labels still point at it
+
+
+def test_a_document_with_empty_text_is_kept(db):
+    load_corpus(db, [doc(1, content=""), Article(id="blank", embedding=[1, 0, 0, 0])])
+    assert db.value("SELECT VALUE [title, content] FROM article ORDER BY id") == [["", ""], ["Document 1", ""]]
+
+
+def test_any_corpus_table_is_defined_registered_and_indexed(db):
+    load_corpus(db, [doc(i, doc="article:x", position=i) for i in range(3)], table="chunk_small")
+    assert "chunk_small" in db.value("SELECT VALUE record::id(id) FROM corpus_table")
+    assert bm25(db, "word2", "chunk_small") == ["d2"]
+    assert db.value("SELECT VALUE [doc, position] FROM ONLY chunk_small:d2")[1] == 2
+    with pytest.raises(ConfigError, match="cannot be a corpus table"):
+        load_corpus(db, [doc(1)], table="question")
+    with pytest.raises(ConfigError, match="not a valid identifier"):
+        load_corpus(db, [doc(1)], table="x; REMOVE TABLE article")
+    with pytest.raises(ConfigError, match="too long"):
+        load_corpus(db, [doc(1)], table="t" * 60)
+
+
+# ------------------------------------------------------------------------------- all or nothing
+
+
+def test_a_bad_row_in_a_later_batch_leaves_the_database_exactly_as_it_was(seeded, monkeypatch):
+    spy = Spy(monkeypatch)
+    before = snapshot(seeded)
+    rows = [doc(i) for i in range(9)] + [doc(9, dim=3)]
+    with pytest.raises(InputError, match="article 'd9': embedding has 3 values, the index expects 4"):
+        load_corpus(seeded, rows, batch_size=3)
+    assert spy.batches == [3, 3, 3]  # three batches were staged before the fourth failed
+    assert snapshot(seeded) == before
+
+
+def test_a_row_the_schema_rejects_during_the_move_rolls_everything_back(seeded, monkeypatch):
+    """The Python checks skipped: the engine refuses the row inside the transaction, which had
+    already removed the indexes and moved other rows; all of that is undone."""
+    monkeypatch.setattr(ingest._Load, "check_embedding", lambda self, kind, ident, vector: None)
+    before = snapshot(seeded)
+    with pytest.raises(Rejected, match="field `embedding`"):
+        load_corpus(seeded, [doc(i) for i in range(6)] + [doc(6, dim=2)], batch_size=2)
+    assert snapshot(seeded) == before
+    assert seeded.value("INFO FOR TABLE article")["indexes"].keys() >= {"article_content", "article_embedding"}
+    assert bm25(seeded, "refund") != []
+
+
+def test_a_new_table_is_not_left_behind_by_a_failed_load(db, monkeypatch):
+    monkeypatch.setattr(ingest._Load, "check_embedding", lambda self, kind, ident, vector: None)
+    before = snapshot(db)
+    with pytest.raises(Rejected):
+        load_corpus(db, [doc(1), doc(2, dim=5)], table="chunk_new")
+    assert snapshot(db) == before
+
+
+def test_an_embedder_failing_mid_load_leaves_nothing_behind(seeded):
+    before = snapshot(seeded)
+    docs = [Article(id=f"e{i}", content=f"text {i}") for i in range(6)]
+    with pytest.raises(RuntimeError, match="fell over"):
+        load_corpus(seeded, docs, batch_size=2, embedder=FakeEmbedder(fail_on_call=2))
+    assert snapshot(seeded) == before
+
+
+def test_a_staging_table_left_by_a_killed_load_is_removed_by_the_next(db):
+    db.query("DEFINE TABLE _ingest_article SCHEMALESS; CREATE _ingest_article:junk SET x = 1; "
+             "DEFINE TABLE _ingest_question SCHEMALESS")
+    assert staging_tables(db) == ["_ingest_article", "_ingest_question"]
+    load_corpus(db, [doc(1)])
+    assert staging_tables(db) == []
+    assert db.value("SELECT VALUE record::id(id) FROM article") == ["d1"]
+
+
+# ------------------------------------------------------------------------------------ embeddings
+
+
+def test_missing_embeddings_are_computed_by_the_embedder_batch_by_batch(db):
+    embedder = FakeEmbedder()
+    docs = [Article(id="a", title="T", content="abc"), Article(id="b", content="", title=""),
+            doc(3), Article(id="c", content="xy")]
+    report = load_corpus(db, docs, batch_size=2, embedder=embedder)
+    assert report.embedded == 3 and report.loaded == 4
+    assert embedder.calls == [["T. abc", " "], ["xy"]]  # one call per batch, only the rows lacking one
+    assert db.value("SELECT VALUE embedding FROM ONLY article:a") == [6.0, 1.0, 0.0, 0.0]
+    report = load_golden(db, [Question(id="q", text="hello", relevant=["a"])], embedder=embedder)
+    assert report.embedded == 1 and embedder.calls[-1] == ["hello"]
+
+
+def test_missing_embeddings_without_an_embedder_are_listed(db):
+    before = snapshot(db)
+    docs = [Article(id=f"n{i}") for i in range(7)] + [doc(1)]
+    with pytest.raises(InputError) as caught:
+        load_corpus(db, docs)
+    assert str(caught.value) == ("corpus refused: articles without an embedding (give an embedder to compute them): "
+                                 "n0, n1, n2, n3, n4 (and 2 more)")
+    assert snapshot(db) == before
+
+
+def test_an_embedder_of_another_dimension_is_refused(db):
+    with pytest.raises(Exception, match="makes 8-d vectors, the index expects 4"):
+        load_corpus(db, [Article(id="a", content="x")], embedder=FakeEmbedder(dim=8))
+
+
+# ------------------------------------------------------------------------------------- golden set
+
+
+def test_golden_problems_are_listed_together_in_one_line(seeded):
+    before = snapshot(seeded)
+    questions = [
+        question("q1", ["track_order"]), question("q1", ["track_order"]),
+        question("q3", ["track_order", "article:99"]),
+        question("q7", ["refund_request"]), question("q7", ["refund_request"]),
+        *[question(f"none{i}", []) for i in range(6)],
+    ]
+    with pytest.raises(InputError) as caught:
+        load_golden(seeded, questions)
+    assert str(caught.value) == (
+        "golden set refused: duplicate ids: q1, q7; questions with no labels: none0, none1, none2, none3, none4 "
+        "(and 1 more); labels to unknown documents: q3 -> article:99")
+    assert snapshot(seeded) == before
+
+
+def test_golden_set_with_grades_passages_and_fields_is_stored(seeded):
+    q = question("graded", ["track_order", "refund_request"], grades=[2, 1], category="c", language="en",
+                 source="synthetic", split="dev",
+                 passages=[{"doc": "track_order", "quote": "tracking"}])
+    report = load_golden(seeded, [q])
+    assert report.loaded == 1 and report.labels == 2 and report.table == "question"
+    row = seeded.value("SELECT * FROM ONLY question:graded")
+    assert row["grades"] == [2, 1] and row["split"] == "dev" and row["source"] == "synthetic"
+    assert str(row["passages"][0]["doc"]) == "article:track_order"
+
+
+def test_a_question_the_schema_rejects_during_the_move_rolls_everything_back(seeded):
+    """A blank quote passes the model but not the schema: the engine refuses it inside the move."""
+    before = snapshot(seeded)
+    bad = question("blank", ["track_order"], passages=[{"doc": "track_order", "quote": "   "}])
+    with pytest.raises(Rejected, match="question:blank: field `passages`"):
+        load_golden(seeded, [question(f"fine{i}", ["track_order"]) for i in range(5)] + [bad], batch_size=2)
+    assert snapshot(seeded) == before
+
+
+def test_documents_and_their_golden_set_load_in_one_transaction(db):
+    report = load_dataset(db, [doc(i) for i in range(5)], [question("q", ["d1", "d2"], grades=[2, 1])])
+    assert (report.corpus.loaded, report.golden.loaded, report.golden.labels) == (5, 1, 2)
+    before = snapshot(db)
+    with pytest.raises(InputError, match="labels to unknown documents: q2 -> article:d9"):
+        load_dataset(db, [doc(7)], [question("q2", ["d7", "d9"])])
+    assert snapshot(db) == before  # d7 was not loaded either
+
+
+@pytest.mark.parametrize("text", ["'; REMOVE TABLE article; --", "{{corpus}} $rows ⟨x⟩ `y`"])
+def test_text_and_ids_full_of_surrealql_are_only_ever_values(db, text):
+    load_corpus(db, [Article(id=text, title=text, content=text, embedding=[1, 0, 0, 0])])
+    load_golden(db, [Question(id=text, text=text, embedding=[1, 0, 0, 0], relevant=[text])])
+    assert db.value("RETURN type::record('article', $id).content", {"id": text}) == text
+    assert db.value("RETURN type::record('question', $id).text", {"id": text}) == text
+    assert db.value("RETURN count(SELECT id FROM article)") == 1
+
+
+# ---------------------------------------------------------------------------------------- harness
+
+
+def test_a_missing_harness_is_imported_with_the_data_dimension_only_when_asked():
+    db = connect(Settings(url="mem://"))
+    try:
+        with pytest.raises(ConfigError, match="harness is not imported"):
+            load_corpus(db, [doc(1, dim=3)])
+        report = load_corpus(db, [doc(1, dim=3), doc(2, dim=3)], create_harness=True)
+        assert report.harness_imported == 3
+        assert db.value("SELECT VALUE dimension FROM ONLY harness_config:current") == 3
+        with pytest.raises(InputError, match="'d5': embedding has 4 values, the index expects 3"):
+            load_corpus(db, [doc(5, dim=4)], create_harness=True)
+    finally:
+        db.close()
+
+
+def test_the_first_embedding_fixes_the_dimension_of_a_load_that_imports_the_harness():
+    db = connect(Settings(url="mem://"))
+    try:
+        before = snapshot(db)
+        with pytest.raises(InputError, match="'d2': embedding has 4 values, the first embedding of this load has 3"):
+            load_corpus(db, [doc(1, dim=3), doc(2, dim=4)], create_harness=True)
+        assert snapshot(db) == before
+    finally:
+        db.close()
+
+
+def test_batch_size_must_be_positive(db):
+    with pytest.raises(ConfigError, match="batch size"):
+        load_corpus(db, [doc(1)], batch_size=0)
+
+
+# ------------------------------------------------------------------------------------------- BEIR
+
+
+def test_a_beir_folder_loads_documents_questions_and_grades(tmp_path):
+    db = fresh_db()
+    try:
+        report = load_beir(db, beir_folder(tmp_path / "beir"))
+        assert (report.corpus.loaded, report.golden.loaded, report.golden.skipped, report.golden.labels) == (3, 2, 2, 3)
+        rows = db.value("SELECT record::id(id) AS id, relevant, grades FROM question ORDER BY id")
+        assert [(r["id"], [str(x) for x in r["relevant"]], r["grades"]) for r in rows] == [
+            ("q1", ["article:d1", "article:d3"], [2, 1]), ("q2", ["article:d2"], [1])]
+        assert db.value("SELECT VALUE content FROM ONLY article:d3") == ""
+    finally:
+        db.close()
+
+
+@pytest.mark.skipif(not CISI.is_dir(), reason=f"the CISI collection is not at {CISI}")
+def test_the_cisi_collection_loads_whole():
+    db = connect(Settings(url="mem://"))
+    try:
+        report = load_beir(db, CISI, create_harness=True)
+        assert report.corpus.loaded == 1460 and report.corpus.harness_imported == 384
+        assert (report.golden.loaded, report.golden.skipped, report.golden.labels) == (76, 36, 3114)
+        assert db.value("RETURN [count(SELECT id FROM article), count(SELECT id FROM question), "
+                        "math::sum(SELECT VALUE array::len(relevant) FROM question)]") == [1460, 76, 3114]
+        assert db.value("INFO FOR INDEX article_embedding ON article")["building"]["initial"] == 1460
+        vector = db.value("SELECT VALUE embedding FROM ONLY question:⟨1⟩")
+        assert len(knn(db, vector, k=10)) == 10 and len(bm25(db, "dewey decimal classification")) > 10
+    finally:
+        db.close()
+
+
+# -------------------------------------------------------------------------------------------- CLI
+
+
+runner = CliRunner()
+
+
+def cli(store, *args):
+    return runner.invoke(app, ["--url", f"surrealkv://{store}", *args])
+
+
+@pytest.mark.parametrize("command", ["corpus", "golden", "beir"])
+def test_every_load_command_has_help_and_is_in_the_readme(command):
+    result = runner.invoke(app, ["load", command, "--help"])
+    assert result.exit_code == 0 and "--embedder" in result.stdout
+    assert f"surreal-eval load {command}" in (Path(__file__).resolve().parents[1] / "README.md").read_text()
+
+
+def test_cli_loads_csv_corpus_and_golden_set_into_a_fresh_store(tmp_path):
+    store = tmp_path / "store"
+    corpus = write(tmp_path / "docs.csv", 'id,title,content,embedding,lang\n'
+                                          'a,Alpha,alpha beta,"[1, 0]",en\nb,Beta,gamma delta,"[0, 1]",fr\n')
+    golden = write(tmp_path / "golden.csv", 'id,text,relevant,embedding\nq,gamma,a;b,"[0, 1]"\n')
+    result = cli(store, "load", "corpus", str(corpus))
+    assert result.exit_code == 0, result.output
+    assert "loaded 2 articles into article" in result.stdout
+    assert "imported the harness with dimension 2" in result.stdout
+    result = cli(store, "load", "golden", str(golden))
+    assert result.exit_code == 0, result.output
+    assert "loaded 1 questions (2 labels)" in result.stdout
+
+
+def test_cli_load_beir_prints_counts_and_skipped_queries(tmp_path):
+    store = tmp_path / "store"
+    assert cli(store, "init", "--dimension", "4").exit_code == 0
+    result = cli(store, "load", "beir", str(beir_folder(tmp_path / "beir")))
+    assert result.exit_code == 0, result.output
+    assert "loaded 3 articles and 2 questions (3 labels)" in result.stdout
+    assert "skipped 2 queries with no judgment in qrels/test.tsv" in result.stdout
+
+
+def test_cli_load_golden_from_trec_qrels_and_a_queries_file(tmp_path):
+    store = tmp_path / "store"
+    folder = beir_folder(tmp_path / "beir")
+    assert cli(store, "load", "corpus", str(folder), "--table", "article").exit_code == 0
+    qrels = write(tmp_path / "golden.qrels", "q1 0 d1 2\nq2 0 d2 1\n")
+    result = cli(store, "load", "golden", str(qrels), "--queries", str(folder / "queries.jsonl"))
+    assert result.exit_code == 0, result.output
+    assert "loaded 2 questions (2 labels)" in result.stdout and "skipped 2 queries" in result.stdout
+
+
+def test_cli_refuses_a_bad_row_with_one_line_and_changes_nothing(tmp_path):
+    store = tmp_path / "store"
+    assert cli(store, "init", "--dimension", "2").exit_code == 0
+    db = connect(Settings(url=f"surrealkv://{store}"))
+    before = snapshot(db)
+    db.close()
+    corpus = write(tmp_path / "docs.csv", 'id,content,embedding\na,x,"[1, 0]"\nb,y,"[1, 0"\n')
+    result = cli(store, "load", "corpus", str(corpus))
+    assert result.exit_code == 2
+    assert result.stderr.strip() == f"error: {corpus}:3: embedding: not valid JSON (Expecting ',' delimiter) (id 'b')"
+    missing = write(tmp_path / "more.jsonl", '{"id": "c", "content": "z"}\n')
+    result = cli(store, "load", "corpus", str(missing))
+    assert result.exit_code == 2 and "articles without an embedding" in result.stderr
+    db = connect(Settings(url=f"surrealkv://{store}"))
+    try:
+        assert snapshot(db) == before
+    finally:
+        db.close()
+
+
+def test_cli_embedder_option_computes_missing_embeddings(tmp_path, monkeypatch):
+    import surreal_eval.embedders
+
+    made = []
+
+    def from_spec(spec, **kw):
+        made.append(spec)
+        return FakeEmbedder(dim=2)
+
+    monkeypatch.setattr(surreal_eval.embedders, "embedder_from_spec", from_spec)
+    store = tmp_path / "store"
+    assert cli(store, "init", "--dimension", "2").exit_code == 0
+    corpus = write(tmp_path / "docs.jsonl", '{"id": "a", "content": "x"}\n{"id": "b", "content": "y", "embedding": [0, 1]}\n')
+    result = cli(store, "load", "corpus", str(corpus), "--embedder", "local:some-model")
+    assert result.exit_code == 0, result.output
+    assert "loaded 2 articles, 1 embedded by the embedder" in result.stdout and made == ["local:some-model"]
