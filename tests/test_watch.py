@@ -48,3 +48,38 @@ def test_a_drop_appears_next_to_the_ingest_that_caused_it(seeded):
     second = record_ingest(seeded, corpus="article", documents=1)
     runs = {r.run: r for r in history(seeded)}
     assert runs[second].mean("bm25", "recall", 1) < runs[first].mean("bm25", "recall", 1)
+
+
+def test_load_corpus_records_the_ingest_and_its_run(seeded):
+    from surreal_eval.ingest import load_corpus
+    from surreal_eval.models import Article
+
+    set_watch(seeded, ks=[1, 3])
+    report = load_corpus(seeded, [Article(id="gift_cards", title="Gift cards", content="Gift cards never expire.",
+                                          embedding=[0.1, 0.6, 0.1, 0.1])], source="new.jsonl")
+    assert report.run is not None and report.evaluation_error is None
+    (ingest,) = seeded.value("SELECT * FROM ingest")
+    assert ingest["documents"] == 1 and ingest["source"] == "new.jsonl"
+    assert [r.run for r in history(seeded)] == [report.run]
+    assert history(seeded)[0].corpus["documents"] == 11
+
+
+def test_cli_load_after_watch_records_a_run(tmp_path):
+    import json
+
+    from typer.testing import CliRunner
+
+    from surreal_eval.cli import app
+
+    runner = CliRunner()
+    url = ["--url", f"surrealkv://{tmp_path / 's'}"]
+    assert runner.invoke(app, [*url, "init", "--demo"]).exit_code == 0
+    assert runner.invoke(app, [*url, "watch", "--k", "1,3"]).exit_code == 0
+    docs = tmp_path / "more.jsonl"
+    docs.write_text(json.dumps({"id": "gift_cards", "title": "Gift cards", "content": "Gift cards never expire.",
+                                "embedding": [0.1, 0.6, 0.1, 0.1]}) + "\n")
+    loaded = runner.invoke(app, [*url, "load", "corpus", str(docs)])
+    assert loaded.exit_code == 0, loaded.output
+    assert "the ingest recorded run eval_run:" in loaded.stdout
+    runs = json.loads(runner.invoke(app, [*url, "history", "--json"]).stdout)
+    assert runs[-1]["trigger"] == "ingest"

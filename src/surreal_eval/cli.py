@@ -231,6 +231,14 @@ BatchOpt = Annotated[int, typer.Option("--batch-size", min=1, help="Rows per INS
 SplitHelp = "BEIR: which qrels/<split>.tsv (default test); the split given to questions that name none."
 
 
+def _ingest_note(report) -> None:
+    """Say which run the ingest recorded (surreal-eval watch), or that its evaluation failed."""
+    if report.run:
+        out.print(f"the ingest recorded run {report.run} (surreal-eval history)")
+    if report.evaluation_error:
+        err.print(f"warning: loaded, but the evaluation after the ingest failed: {report.evaluation_error}", markup=False)
+
+
 @load_app.command("corpus")
 def load_corpus(
     path: Annotated[Path, typer.Argument(help="JSONL or CSV file ({id, title, content or text, embedding?, ...}), or a BEIR folder.")],
@@ -246,9 +254,10 @@ def load_corpus(
     model = _embedder(embedder)
     report = _load(lambda db, progress: ingest_corpus(
         db, read_documents(path, format=fmt.value), table=table, embedder=model, batch_size=batch_size,
-        progress=progress, create_harness=True), model)
+        progress=progress, create_harness=True, source=str(path)), model)
     what = "articles" if report.table == "article" else "documents"
     out.print(f"loaded {_loaded(report, what)} into {report.table} from {path} in {report.seconds:.1f} s{_harness_note(report)}")
+    _ingest_note(report)
 
 
 @load_app.command("golden")
@@ -291,6 +300,7 @@ def load_beir(
         f"from {folder} in {report.seconds:.1f} s{_harness_note(corpus)}")
     if golden.skipped:
         out.print(f"skipped {golden.skipped} queries with no judgment in qrels/{split}.tsv")
+    _ingest_note(corpus)
 
 
 @app.command()

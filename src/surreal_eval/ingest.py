@@ -96,6 +96,9 @@ class LoadReport(BaseModel):
     seconds: float = 0.0
     #: the dimension the harness was imported with by this load, if it was missing
     harness_imported: int | None = None
+    #: the run the ingest recorded (surreal-eval watch), and why it could not, if it failed
+    run: str | None = None
+    evaluation_error: str | None = None
 
 
 class DatasetReport(BaseModel):
@@ -453,6 +456,16 @@ def _run(load: _Load, body: Callable[[], Any]) -> Any:
         raise
 
 
+def _mark_ingest(db: Database, table: str, documents: int, source: str | None) -> dict[str, Any]:
+    """Record one ingest (which may evaluate, inside the database); its run, or why that failed."""
+    from .watch import record_ingest
+
+    try:
+        return {"run": record_ingest(db, corpus=table, documents=documents, source=source)}
+    except SurrealEvalError as error:  # the documents are loaded; the evaluation after it is what failed
+        return {"evaluation_error": str(error)}
+
+
 def load_corpus(
     db: Database,
     documents: Iterable[Article],
@@ -462,8 +475,12 @@ def load_corpus(
     embedder: Embedder | None = None,
     progress: Progress | None = None,
     create_harness: bool = False,
+    source: str | None = None,
 ) -> LoadReport:
     """Load documents into corpus table `table` (upsert by id), all or none, then build its indexes.
+
+    The load is then marked as one ingest (watch.record_ingest), which evaluates the golden set
+    inside the database when `surreal-eval watch` asked for it; the run is in the report.
 
     Documents without an embedding are embedded by `embedder` (`title. content`); with none, they
     are refused. `create_harness` imports the harness when it is missing, with the dimension of the
@@ -487,7 +504,8 @@ def load_corpus(
         db.atomic(_move_documents(table, staging, load.dimension or 0))
         load.step(f"moving into {table}", 1, 1)
         _build_indexes(load, table)
-        return report.model_copy(update={"seconds": load.seconds(), "harness_imported": load.harness_imported})
+        return report.model_copy(update={"seconds": load.seconds(), "harness_imported": load.harness_imported,
+                                         **_mark_ingest(db, table, len(staged), source)})
 
     return _run(load, body)
 
@@ -539,6 +557,7 @@ def load_dataset(
     embedder: Embedder | None = None,
     progress: Progress | None = None,
     create_harness: bool = False,
+    source: str | None = None,
 ) -> DatasetReport:
     """Load documents into `article` and the golden set that labels them, in one transaction.
 
@@ -571,7 +590,8 @@ def load_dataset(
         seconds = load.seconds()
         return DatasetReport(
             corpus=LoadReport(table=DOCUMENTS, loaded=len(staged), embedded=doc_embedded, batches=doc_batches,
-                              seconds=seconds, harness_imported=load.harness_imported),
+                              seconds=seconds, harness_imported=load.harness_imported,
+                              **(_mark_ingest(db, DOCUMENTS, len(staged), source) if staged else {})),
             golden=LoadReport(table=QUESTIONS, loaded=count, skipped=getattr(questions, "skipped", 0),
                               embedded=q_embedded, labels=labels, batches=load.batches - doc_batches, seconds=seconds),
             seconds=seconds,
@@ -596,4 +616,4 @@ def load_beir(
 
     documents, questions = read_beir(Path(folder), split=split)
     return load_dataset(db, documents, questions, batch_size=batch_size, embedder=embedder,
-                        progress=progress, create_harness=create_harness)
+                        progress=progress, create_harness=create_harness, source=str(folder))
