@@ -99,3 +99,42 @@ def test_a_server_that_is_not_there_fails_fast_with_exit_3(tmp_path):
     assert time.monotonic() - started < 60
     with pytest.raises(ConnectionFailed):
         connect(Settings(url="ws://127.0.0.1:9"))
+
+
+def test_connecting_to_a_server_retries_then_fails_clearly(monkeypatch):
+    import surreal_eval.connection as connection
+
+    attempts = []
+    real_open = connection._open
+
+    async def counting_open(settings):
+        attempts.append(settings.url)
+        return await real_open(settings)
+
+    monkeypatch.setattr(connection, "_open", counting_open)
+    with pytest.raises(ConnectionFailed, match="cannot reach"):
+        connect(Settings(url="ws://127.0.0.1:9"))
+    assert len(attempts) == connection.CONNECT_ATTEMPTS
+    attempts.clear()
+    with pytest.raises(ConnectionFailed):  # an embedded store is opened once: no retry
+        connect(Settings(url="surrealkv:///dev/null/not-a-folder"))
+    assert len(attempts) == 1
+
+
+def test_an_unfinished_run_left_by_a_dead_process_is_discarded_and_never_shown(seeded):
+    started = seeded.value("RETURN fn::start_run([1], ['bm25'], {}, 'dead')")
+    seeded.value("RETURN fn::evaluate_questions($r, $ids)", {"r": started["run"], "ids": started["questions"][:3]})
+    assert history(seeded) == []  # partial: invisible
+    assert seeded.value("RETURN count(SELECT id FROM eval_result)") > 0
+    evaluate(seeded, ks=[1])  # the next evaluation on this (embedded) store clears it
+    assert seeded.value("RETURN record::exists($r)", {"r": started["run"]}) is False
+    assert seeded.value("RETURN count(SELECT id FROM eval_ranking WHERE run = $r)", {"r": started["run"]}) == 0
+    assert len(history(seeded)) == 1
+
+
+def test_finishing_a_run_with_unscored_questions_is_refused(seeded):
+    started = seeded.value("RETURN fn::start_run([1], ['bm25'], {}, 'partial')")
+    seeded.value("RETURN fn::evaluate_questions($r, $ids)", {"r": started["run"], "ids": started["questions"][:2]})
+    with pytest.raises(Exception, match="scored 2 of its 8 questions"):
+        seeded.value("RETURN fn::finish_run($r)", {"r": started["run"]})
+    assert history(seeded) == []

@@ -272,12 +272,33 @@ async def _open(settings: Settings) -> Any:
     return client
 
 
+#: Opening a server connection is retried this many times on a connection error (nothing has been
+#: sent yet, so a retry is safe); statements are never retried, since they may have been applied.
+CONNECT_ATTEMPTS = 3
+
+
+async def _open_with_retries(settings: Settings) -> Any:
+    from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt, wait_exponential
+
+    if settings.is_embedded:  # a local store either opens or says why (locked, bad path): no retry
+        return await _open(settings)
+    async for attempt in AsyncRetrying(
+        retry=retry_if_exception_type((ConnectionUnavailableError, TransportError)),
+        stop=stop_after_attempt(CONNECT_ATTEMPTS),
+        wait=wait_exponential(multiplier=0.2, max=2),
+        reraise=True,
+    ):
+        with attempt:
+            return await _open(settings)
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
 def connect(settings: Settings) -> Database:
     """Open the database that `settings` names, sign in if a user is given, and select ns/db."""
     log.debug("connecting to %s", settings.describe())
     loop = _LoopThread()
     try:
-        client = loop.run(_open(settings))
+        client = loop.run(_open_with_retries(settings))
     except AuthenticationFailed:
         loop.stop()
         raise

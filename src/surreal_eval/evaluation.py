@@ -21,6 +21,8 @@ log = logging.getLogger(__name__)
 
 #: Evaluation statements kept in flight at once (the embedded engine runs them on separate cores).
 CONCURRENCY = max(1, min(os.cpu_count() or 2, 8))
+#: How old an unfinished run must be to be discarded as dead, on an embedded store and on a server.
+STALE_EMBEDDED, STALE_SERVER = "0s", "1d"
 #: Questions per evaluation statement: small enough to spread over the cores, large enough to amortise.
 BATCH = 4
 
@@ -68,8 +70,11 @@ def evaluate(
     names = parse_retrievers(retrievers)
     given = {k: v for k, v in (params or {}).items() if v is not None}
     given.update(trigger=trigger, git_commit=git_commit())
-    if db.settings.is_embedded:  # one process holds an embedded store: any unfinished run is dead
-        db.value("RETURN fn::discard_stale_runs(0s)")
+    # runs left unfinished by a killed process or a dropped connection are invisible; clear them:
+    # one process holds an embedded store, so any unfinished run there is dead; on a server, other
+    # evaluators may be running, so only runs unfinished for a day are taken as dead
+    age = STALE_EMBEDDED if db.settings.is_embedded else STALE_SERVER
+    db.value("RETURN fn::discard_stale_runs(<duration> $age)", {"age": age})
     started = db.value(
         "RETURN fn::start_run($ks, $names, $given, $label)",
         {"ks": ks, "names": names, "given": given, "label": label},
