@@ -43,3 +43,17 @@ def snapshot(db: Database) -> dict:
     info = db.value("INFO FOR DB")
     rows = {table: db.value("SELECT * FROM type::table($t) ORDER BY id", {"t": table}) for table in sorted(info["tables"])}
     return {"info": info, "rows": rows}
+
+
+def reverse_embeddings(db) -> None:
+    """Reverse the axes of every article embedding: a broken embedding model, same texts."""
+    db.query("FOR $a IN (SELECT id, embedding FROM article) { UPDATE $a.id SET embedding = array::reverse($a.embedding) };")
+
+
+def add_question(db, **extra) -> None:
+    """One more golden question (a different golden set than the demo's)."""
+    db.query(
+        "CREATE question:refund_status CONTENT object::extend({text: 'when will my refund arrive', "
+        "embedding: [0.1, 0.9, 0.1, 0.0], relevant: [article:refund_request]}, $extra)",
+        {"extra": extra},
+    )

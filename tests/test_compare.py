@@ -27,21 +27,13 @@ from surreal_eval import (
 from surreal_eval.cli import app
 from surreal_eval.compare import Change, compare_reports
 
+from .conftest import add_question, reverse_embeddings
+
 KS = [1, 3, 5]
 RETRIEVERS = ["bm25", "vector", "hybrid", "hybrid_floor"]
 runner = CliRunner()
 
 
-def reverse_embeddings(db) -> None:
-    """Reverse the axes of every article embedding: a broken embedding model, same texts."""
-    db.query("FOR $a IN (SELECT id, embedding FROM article) { UPDATE $a.id SET embedding = array::reverse($a.embedding) };")
-
-
-def add_question(db) -> None:
-    db.query(
-        "CREATE question:refund_status CONTENT {text: 'when will my refund arrive', "
-        "embedding: [0.1, 0.9, 0.1, 0.0], relevant: [article:refund_request], category: 'billing'}"
-    )
 
 
 def row(comparison, retriever, metric):
@@ -153,7 +145,7 @@ def test_a_significant_regression_has_the_hand_worked_p_value(seeded):
 
 def test_different_golden_sets_are_compared_on_shared_questions_with_a_loud_warning(seeded):
     base = evaluate(seeded, ks=KS)
-    add_question(seeded)
+    add_question(seeded, category='billing')
     more = evaluate(seeded, ks=KS)
     comparison = compare_runs(seeded, base.run, more.run, metrics=["recall@3"])
     assert not comparison.same_golden
@@ -241,7 +233,7 @@ def test_cli_compare_warns_loudly_about_different_golden_sets(tmp_path):
     cli(store, "init", "--demo")
     cli(store, "evaluate", "--k", "3")
     with connect(Settings(url=f"surrealkv://{store}")) as db:
-        add_question(db)
+        add_question(db, category='billing')
     cli(store, "evaluate", "--k", "3")
     result = cli(store, "compare", "previous", "latest", "--metric", "recall@3")
     assert result.exit_code == 0

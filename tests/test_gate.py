@@ -11,21 +11,13 @@ from typer.testing import CliRunner
 from surreal_eval import ConfigError, NotComparable, NotFound, Settings, connect, evaluate, gate, write_junit
 from surreal_eval.cli import app
 
+from .conftest import add_question, reverse_embeddings
+
 KS = [1, 3, 5]
 VECTOR_BROKEN = {"money_back", "new_card", "send_back", "stop_plan", "where_parcel", "signin"}
 runner = CliRunner()
 
 
-def reverse_embeddings(db) -> None:
-    """Reverse the axes of every article embedding: a broken embedding model, same texts."""
-    db.query("FOR $a IN (SELECT id, embedding FROM article) { UPDATE $a.id SET embedding = array::reverse($a.embedding) };")
-
-
-def add_question(db) -> None:
-    db.query(
-        "CREATE question:refund_status CONTENT {text: 'when will my refund arrive', "
-        "embedding: [0.1, 0.9, 0.1, 0.0], relevant: [article:refund_request]}"
-    )
 
 
 def check(result, retriever, metric="recall@3"):

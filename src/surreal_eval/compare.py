@@ -27,7 +27,7 @@ from .errors import ConfigError, NotFound
 from .evaluation import load_run
 from .metrics import METRICS, MetricSpec, parse_metric
 from .models import QuestionResult, RunReport
-from .stats import paired_test, sample_warning
+from .stats import PairedComparison, paired_test, sample_warning
 
 __all__ = [
     "Change",
@@ -68,22 +68,13 @@ class QuestionDelta(BaseModel):
     after: float
 
 
-class PairedDelta(BaseModel):
+class PairedDelta(PairedComparison):
     """One metric@k on both sides, paired by question: means over the `n` shared questions, the
     difference B - A with its bootstrap interval at `level`, the two-sided paired randomization
     p-value (`exact` when every sign pattern was enumerated), and the questions whose score rose
     (`fixed`) or fell (`broken`) from A to B, largest change first."""
 
     metric: str
-    mean_a: float
-    mean_b: float
-    difference: float
-    low: float
-    high: float
-    level: float
-    p_value: float
-    n: int
-    exact: bool
     fixed: list[QuestionDelta]
     broken: list[QuestionDelta]
 
@@ -231,16 +222,8 @@ def paired_delta(a: dict[str, float], b: dict[str, float], questions: Sequence[s
             broken.append(QuestionDelta(question=question, before=x, after=y))
     order = lambda d: (-abs(d.after - d.before), d.question)  # noqa: E731
     return PairedDelta(
+        **test.model_dump(),
         metric=metric,
-        mean_a=test.mean_a,
-        mean_b=test.mean_b,
-        difference=test.difference,
-        low=test.low,
-        high=test.high,
-        level=test.level,
-        p_value=test.p_value,
-        n=test.n,
-        exact=test.exact,
         fixed=sorted(fixed, key=order),
         broken=sorted(broken, key=order),
     )
