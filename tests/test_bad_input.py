@@ -181,3 +181,9 @@ def test_cli_bad_k_and_unknown_retriever_are_one_line_errors(store):
 def test_cli_debug_shows_the_traceback():
     result = runner.invoke(app, ["--url", "ws://127.0.0.1:9", "--debug", "history"])
     assert result.exit_code != 0 and isinstance(result.exception, ConnectionFailed)
+
+
+@pytest.mark.parametrize("args", [["history"], ["evaluate"], ["export", "qrels"], ["slices"]])
+def test_commands_on_a_database_without_the_harness_say_run_init(tmp_path, args):
+    line = one_line_error(runner.invoke(app, ["--url", f"surrealkv://{tmp_path / 'empty'}", *args]), 2)
+    assert "has no surreal-eval harness" in line and "surreal-eval init" in line

@@ -40,6 +40,8 @@ _FIELD_RULE = re.compile(
     re.S,
 )
 _THROWN_PREFIX = "An error occurred: "
+#: What the engine says when the harness was never imported into this namespace and database.
+_MISSING = re.compile(r"The (table '[^']+'|function 'fn::[^']+') does not exist")
 #: What a transaction's other statements report when one fails (or BEGIN/COMMIT after it).
 _NOT_EXECUTED = re.compile(r"not executed due to a (failed|cancelled) transaction|Cannot COMMIT")
 
@@ -81,6 +83,12 @@ def translate(error: SurrealError, settings: Settings | None = None) -> Exceptio
     if isinstance(error, NotAllowedError) and "authentication" in message.lower():
         return AuthenticationFailed(
             f"{where} refused the credentials: check SURREAL_EVAL_USER and SURREAL_EVAL_PASS"
+        )
+    missing = _MISSING.search(message)
+    if missing:
+        return ConfigError(
+            f"{where} has no surreal-eval harness ({missing[0]}): run `surreal-eval init` first, "
+            "or check --url, --ns and --db"
         )
     if isinstance(error, ThrownError):
         return Rejected(message.removeprefix(_THROWN_PREFIX))
