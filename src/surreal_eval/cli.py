@@ -133,8 +133,8 @@ def init(
     out.print(f"imported {', '.join(applied)}{' and the demo seed' if demo_seed else ''} into {state.settings.describe()}")
 
 
-class _LoadProgress:
-    """A load's progress on stderr (rich): only on a terminal, and only once the load has run 1 s."""
+class _Progress:
+    """Progress of a load or an evaluation on stderr (rich): only on a terminal, once it has run 1 s."""
 
     def __init__(self) -> None:
         self._bar = None
@@ -177,7 +177,7 @@ class _LoadProgress:
 def _load(action: Callable[[Database, Callable[[str, int, Optional[int]], None]], T], embedder: object = None) -> T:
     """Run a load with a progress display (the library reports progress, the CLI draws it), then
     close the embedder, if any."""
-    progress = _LoadProgress()
+    progress = _Progress()
     try:
         return _with_db(lambda db: action(db, progress))
     finally:
@@ -306,7 +306,7 @@ def load_beir(
 @app.command()
 def evaluate(
     k: Annotated[str, typer.Option("--k", help="Cutoffs, comma-separated.")] = "1,3,5,10",
-    retriever: Annotated[Optional[list[str]], typer.Option(help="Retriever(s) to evaluate (default: all).")] = None,
+    retriever: Annotated[Optional[list[str]], typer.Option(help="Retriever(s) to evaluate (default: bm25, vector, hybrid, hybrid_floor; also hybrid_linear).")] = None,
     label: Annotated[Optional[str], typer.Option(help="A label for this run in history.")] = None,
     corpus: Annotated[Optional[str], typer.Option(help="Corpus table.")] = None,
     floor: Annotated[Optional[float], typer.Option(help="BM25 floor of the floored hybrid.")] = None,
@@ -321,8 +321,13 @@ def evaluate(
     ks = _run(lambda: parse_ks(k))
     params = {"corpus": corpus, "floor": floor, "rrf_k": rrf_k, "depth": depth, "norm": norm,
               "weights": _run(lambda: parse_weights(weights)) if weights else None}
-    report = _with_db(lambda db: run_evaluation(
-        db, ks=ks, retrievers=retriever, label=label, params=params, per_question=per_question, trigger="cli"))
+    bar = _Progress()  # the same display as loads: stderr, on a terminal, after the first second
+    try:
+        report = _with_db(lambda db: run_evaluation(
+            db, ks=ks, retrievers=retriever, label=label, params=params, per_question=per_question, trigger="cli",
+            progress=lambda done, total: bar("evaluating questions", done, total)))
+    finally:
+        bar.close()
     if as_json:
         out.print_json(report.model_dump_json(exclude={"per_question"} if not per_question else None))
         return
