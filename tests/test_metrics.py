@@ -85,3 +85,19 @@ def test_every_function_opens_with_a_comment_saying_what_it_computes():
             if line.startswith("DEFINE FUNCTION"):
                 fn = line.split()[3].split("(")[0]
                 assert lines[i - 1].startswith(f"-- {fn}: "), f"{name}.surql:{i + 1} {fn} lacks its one-line comment"
+
+
+def test_metrics_at_every_k_in_one_pass_equals_each_metric_function(db):
+    """fn::metrics_at (what a run uses) against fn::metrics (one fn::metric_* per metric) on random rankings."""
+    import random
+
+    rng = random.Random(7)
+    for _ in range(150):
+        ranked = list(dict.fromkeys(f"d{rng.randint(0, 40)}" for _ in range(rng.randint(0, 30))))
+        relevant = list(dict.fromkeys(f"d{rng.randint(0, 40)}" for _ in range(rng.randint(1, 6))))
+        values = {"ranked": ranked, "relevant": relevant, "grades": [rng.choice([1, 1, 2, 3]) for _ in relevant],
+                  "ks": sorted({rng.randint(1, 35) for _ in range(3)})}
+        records = "$ranked.map(|$x| type::record('article', $x)), $relevant.map(|$x| type::record('article', $x)), $grades"
+        fast = db.value(f"RETURN fn::metrics_at({records}, $ks)", values)
+        slow = db.value(f"RETURN $ks.map(|$k| object::extend({{k: $k}}, fn::metrics({records}, $k)))", values)
+        assert fast == [pytest.approx(row, abs=1e-12) for row in slow], values
