@@ -65,7 +65,7 @@ def generate(
     dimension: int = 384,
     seed: int = 7,
     vocabulary: int | None = None,
-    common_words: tuple[int, int] = (0, 2),
+    common_words: tuple[int, int] = (0, 1),
 ) -> SyntheticCorpus:
     """`docs` documents and `questions` labelled questions, the same for the same arguments."""
     if docs < 10 or questions < 1:
@@ -91,7 +91,7 @@ def generate(
     width = len(str(docs))
     for i in range(docs):
         n = int(lengths[i])
-        n_topic = int(round(0.15 * n))
+        n_topic = round(0.15 * n)
         terms = np.concatenate([
             rng.choice(topic_words[doc_topic[i]], size=n_topic),
             rng.choice(vocab_size, size=n - n_topic, p=zipf),

@@ -241,11 +241,20 @@ def test_golden_set_with_grades_passages_and_fields_is_stored(seeded):
 
 
 def test_a_question_the_schema_rejects_during_the_move_rolls_everything_back(seeded):
-    """A blank quote passes the model but not the schema: the engine refuses it inside the move."""
+    """A rule only the schema holds (an ASSERT added here) refuses a row inside the move: nothing is written."""
+    seeded.query("DEFINE FIELD OVERWRITE category ON question TYPE option<string> ASSERT $value != 'forbidden'")
+    before = snapshot(seeded)
+    bad = question("odd", ["track_order"], category="forbidden")
+    with pytest.raises(Rejected, match="question:odd: field `category`"):
+        load_golden(seeded, [question(f"fine{i}", ["track_order"]) for i in range(5)] + [bad], batch_size=2)
+    assert snapshot(seeded) == before
+
+
+def test_a_blank_quote_is_refused_before_anything_is_written(seeded):
     before = snapshot(seeded)
     bad = question("blank", ["track_order"], passages=[{"doc": "track_order", "quote": "   "}])
-    with pytest.raises(Rejected, match="question:blank: field `passages`"):
-        load_golden(seeded, [question(f"fine{i}", ["track_order"]) for i in range(5)] + [bad], batch_size=2)
+    with pytest.raises(InputError, match="question 'blank': passage of track_order has an empty quote"):
+        load_golden(seeded, [question("fine", ["track_order"]), bad])
     assert snapshot(seeded) == before
 
 

@@ -6,7 +6,7 @@ from typing import Callable, Iterator
 
 from .connection import Database, record_str
 from .errors import ConfigError
-from .harness import DOCUMENTS, identifier
+from .harness import DOCUMENTS, corpus_tables, identifier
 from .models import Article
 
 __all__ = ["split_words", "chunk_documents", "chunk_corpus"]
@@ -76,6 +76,9 @@ def chunk_corpus(
     identifier(target, what="--into table")
     if target == DOCUMENTS or target == source:
         raise ConfigError(f"--into {target} would overwrite the documents: choose a new chunk table name")
+    known = corpus_tables(db)
+    if source not in known:
+        raise ConfigError(f"--from {source} is not a corpus table: known are {', '.join(known)}")
 
     def embedded() -> Iterator[Article]:
         batch: list[dict] = []

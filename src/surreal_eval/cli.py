@@ -19,7 +19,7 @@ from .demo import run_demo
 from .diagnose import diagnose as diagnose_question
 from .errors import ConfigError, InputError, SurrealEvalError
 from .evaluation import evaluate as run_evaluation
-from .harness import DEMO_DIMENSION, HarnessConfig, harness_config, import_harness, import_seed
+from .harness import DEMO_DIMENSION, HarnessConfig, harness_config, identifier, import_harness, import_seed
 from .history import history as read_history
 from .ingest import DEFAULT_BATCH_SIZE
 from .ingest import load_beir as ingest_beir
@@ -67,6 +67,11 @@ def _run(action: Callable[[], T]) -> T:
         return action()
     except SurrealEvalError as error:
         _fail(error)
+
+
+def _table(name: Optional[str], what: str) -> Optional[str]:
+    """A table name given on the command line, refused unless it is an identifier (None passes)."""
+    return None if name is None else _run(lambda: identifier(name, what=what))
 
 
 def _with_db(action: Callable[[Database], T]) -> T:
@@ -251,6 +256,7 @@ def load_corpus(
 
     Imports the harness first if the database has none, with the dimension of the data's embeddings.
     """
+    _table(table, "--table")
     model = _embedder(embedder)
     report = _load(lambda db, progress: ingest_corpus(
         db, read_documents(path, format=fmt.value), table=table, embedder=model, batch_size=batch_size,
@@ -319,7 +325,7 @@ def evaluate(
 ) -> None:
     """Evaluate the golden set, record the run in history and print its means."""
     ks = _run(lambda: parse_ks(k))
-    params = {"corpus": corpus, "floor": floor, "rrf_k": rrf_k, "depth": depth, "norm": norm,
+    params = {"corpus": _table(corpus, "--corpus table"), "floor": floor, "rrf_k": rrf_k, "depth": depth, "norm": norm,
               "weights": _run(lambda: parse_weights(weights)) if weights else None}
     bar = _Progress()  # the same display as loads: stderr, on a terminal, after the first second
     try:
@@ -359,6 +365,7 @@ def diagnose(
     floor: Annotated[Optional[float], typer.Option(help="BM25 floor of the floored hybrid.")] = None,
 ) -> None:
     """Show a question's labelled articles beside each retriever's top k, with scores."""
+    corpus = _table(corpus, "--corpus table")
     found = _with_db(lambda db: diagnose_question(db, question, k=k, params={"corpus": corpus, "floor": floor}))
     display.show_diagnosis(out, found)
 
@@ -426,6 +433,8 @@ def chunk(
     from .chunking import chunk_corpus
     from .embedders import embedder_from_spec
 
+    _table(source, "--from table")
+    _table(target, "--into table")
     if not embedder:
         _fail(ConfigError("chunks need embeddings: pass --embedder or set SURREAL_EVAL_EMBEDDER"))
     model = _run(lambda: embedder_from_spec(embedder))
@@ -479,6 +488,7 @@ def tune(
     from .tune import parse_values, tune as run_tune
 
     candidates = _run(lambda: parse_values(param, values))
+    corpus = _table(corpus, "--corpus table")
     result = _with_db(lambda db: run_tune(db, param=param, values=candidates, metric=metric, retriever=retriever,
                                           params={"corpus": corpus}, force=force))
     if as_json:

@@ -36,7 +36,8 @@ __all__ = ["Database", "connect", "record_str", "to_record"]
 log = logging.getLogger(__name__)
 
 _FIELD_RULE = re.compile(
-    r"Found (?P<value>.*) for field `(?P<field>[^`]+)`, with record `(?P<record>[^`]+)`, but field must conform to: (?P<rule>.*)",
+    # a record id that is not a plain identifier is shown in backticks: `question:`a b``
+    r"Found (?P<value>.*) for field `(?P<field>[^`]+)`, with record `(?P<record>.+?)`, but field must conform to: (?P<rule>.*)",
     re.S,
 )
 _THROWN_PREFIX = "An error occurred: "

@@ -5,12 +5,19 @@ from __future__ import annotations
 from collections import defaultdict
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
+from .errors import one_line
 from .metrics import METRICS
 from .models import Diagnosis, RunReport, RunSummary
 
 __all__ = ["show_report", "show_history", "show_diagnosis"]
+
+
+def _plain(value: object) -> str:
+    """Data (ids, titles, labels) as rich prints it literally: markup escaped, control characters shown as escapes."""
+    return escape(one_line(str(value)))
 
 
 def _fmt(value: float | None) -> str:
@@ -22,7 +29,7 @@ def show_report(console: Console, report: RunReport, *, per_question: bool = Fal
     title = f"run {report.run}" + (f" ({report.label})" if report.label else "")
     p = report.params
     console.print(
-        f"[bold]{title}[/bold]: {report.questions} questions, corpus {p.get('corpus')}, "
+        f"[bold]{_plain(title)}[/bold]: {report.questions} questions, corpus {_plain(p.get('corpus'))}, "
         f"depth {p.get('depth')}, RRF constant {p.get('rrf_k')}, floor {p.get('floor')}"
     )
     table = Table(title="mean per retriever and k [95% bootstrap interval over questions]")
@@ -54,7 +61,7 @@ def show_report(console: Console, report: RunReport, *, per_question: bool = Fal
         for name in report.retrievers:
             table.add_column(name)
         for question in sorted(cells):
-            table.add_row(question.split(":", 1)[-1], *(cells[question].get(n, "") for n in report.retrievers))
+            table.add_row(_plain(question.split(":", 1)[-1]), *(cells[question].get(n, "") for n in report.retrievers))
         console.print(table)
 
     if report.sweep:
@@ -93,9 +100,9 @@ def show_history(console: Console, runs: list[RunSummary], metric: str, k: int |
     for run in runs:
         at = k or max(run.ks)
         table.add_row(
-            run.run, run.created_at.strftime("%Y-%m-%d %H:%M:%S"),
-            (run.label or "") + (" [FORCED: tuned and reported on the same questions]"
-                                 if run.tuning and run.tuning.get("forced") else ""),
+            _plain(run.run), run.created_at.strftime("%Y-%m-%d %H:%M:%S"),
+            _plain(run.label or "") + (" [FORCED: tuned and reported on the same questions]"
+                                       if run.tuning and run.tuning.get("forced") else ""),
             str(run.questions),
             *(_fmt(run.mean(name, metric, at)) for name in retrievers),
         )
@@ -104,15 +111,15 @@ def show_history(console: Console, runs: list[RunSummary], metric: str, k: int |
 
 def show_diagnosis(console: Console, diagnosis: Diagnosis) -> None:
     """The question, its labelled titles, and each retriever's top k with scores; labels marked."""
-    console.print(f"[bold]{diagnosis.question}[/bold]: {diagnosis.text!r}")
+    console.print(f"[bold]{_plain(diagnosis.question)}[/bold]: {escape(repr(diagnosis.text))}")
     for label in diagnosis.labels:
-        console.print(f"  label {label['id']} (grade {label['grade']}): {label['title']}")
+        console.print(f"  label {_plain(label['id'])} (grade {label['grade']}): {_plain(label['title'])}")
     for view in diagnosis.retrievers:
         table = Table(title=f"{view.retriever}: top {diagnosis.k}")
         for column in ("rank", "", "id", "title", "score"):
             table.add_column(column)
         for hit in view.hits:
-            table.add_row(str(hit.rank), "✔" if hit.relevant else "", hit.id, hit.title, f"{hit.score:.4f}")
+            table.add_row(str(hit.rank), "✔" if hit.relevant else "", _plain(hit.id), _plain(hit.title), f"{hit.score:.4f}")
         if not view.hits:
             table.add_row("", "", "(nothing retrieved)", "", "")
         console.print(table)

@@ -30,10 +30,21 @@ __all__ = [
 ]
 
 
+def one_line(text: str) -> str:
+    """`text` with every character that is not printable escaped (`\\n`, `\\x00`, `\\u2028`, ...): a
+    message naming a hostile id stays one line and cannot drive a terminal."""
+    if text.isprintable():
+        return text
+    return "".join(ch if ch.isprintable() else ch.encode("unicode_escape").decode("ascii") for ch in text)
+
+
 class SurrealEvalError(Exception):
-    """Base of every error this package raises on purpose."""
+    """Base of every error this package raises on purpose; its message is always one printable line."""
 
     exit_code = 1
+
+    def __init__(self, message: str = "", *args: object) -> None:
+        super().__init__(one_line(str(message)), *args)
 
 
 class ConfigError(SurrealEvalError):

@@ -65,7 +65,7 @@ def surql_dir() -> Path:
 
 def identifier(name: str, *, what: str = "name") -> str:
     """`name` if it is a plain SurrealQL identifier (letters, digits, _), else a ConfigError."""
-    if not _IDENTIFIER.match(name):
+    if not isinstance(name, str) or not _IDENTIFIER.fullmatch(name):  # fullmatch: `$` would pass "name\n"
         raise ConfigError(f"{what} {name!r} is not a valid identifier: use letters, digits and _")
     return name
 

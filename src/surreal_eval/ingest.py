@@ -28,8 +28,10 @@ stay loaded and the error says how to build the indexes.) Nothing here prints: p
 from __future__ import annotations
 
 import math
+import re
 import time
 from collections.abc import Callable, Iterable, Iterator
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -40,7 +42,9 @@ from .embedders import Embedder
 from .errors import ConfigError, EmbeddingFailed, InputError, QueryFailed, SurrealEvalError
 from .harness import (
     DOCUMENTS,
+    HARNESS_SCRIPTS,
     HarnessConfig,
+    corpus_tables,
     define_corpus_indexes,
     harness_config,
     identifier,
@@ -366,6 +370,8 @@ def _question_row(question: Question) -> dict[str, Any]:
         for passage in question.passages:
             if record_str(to_record(passage.doc, DOCUMENTS)) not in names:
                 raise InputError(f"question {qid!r}: passage of {passage.doc} quotes a document that is not among its labels")
+            if not passage.quote.strip():
+                raise InputError(f"question {qid!r}: passage of {passage.doc} has an empty quote")
         row["passages"] = [{**p.model_dump(), "doc": to_record(p.doc, DOCUMENTS)} for p in question.passages]
     return row
 
@@ -434,13 +440,29 @@ def _move_questions(staging: str) -> str:
 # --------------------------------------------------------------------------------- public API
 
 
+@cache
+def _harness_tables() -> frozenset[str]:
+    """Every table the harness's SurrealQL files define, read from them (none can be a corpus table)."""
+    defined = re.compile(r"DEFINE TABLE (?:OVERWRITE |IF NOT EXISTS )?(?!OVERWRITE\b|IF\b)(\w+)")  # not {{corpus}}
+    found = {name for script in HARNESS_SCRIPTS
+             for name in defined.findall((surql_dir() / f"{script}.surql").read_text(encoding="utf-8"))}
+    return frozenset((found | _NOT_CORPUS) - {DOCUMENTS})
+
+
 def _corpus_table(table: str) -> str:
     identifier(table, what="corpus table")
     if len(STAGING_PREFIX + table) > 63:
         raise ConfigError(f"corpus table name {table!r} is too long: at most {63 - len(STAGING_PREFIX)} characters")
-    if table in _NOT_CORPUS or table.startswith(STAGING_PREFIX):
+    if table in _harness_tables() or table.startswith(STAGING_PREFIX):
         raise ConfigError(f"{table!r} cannot be a corpus table: the harness uses that name")
     return table
+
+
+def _not_another_table(db: Database, table: str) -> None:
+    """Refuse to (re)define as a corpus a table that exists and is not one (the user's own table)."""
+    tables = db.value("INFO FOR DB")["tables"]
+    if table in tables and ("corpus_table" not in tables or table not in corpus_tables(db)):
+        raise ConfigError(f"table {table} exists and is not a corpus table: load into another --table")
 
 
 def _run(load: _Load, body: Callable[[], Any]) -> Any:
@@ -487,6 +509,7 @@ def load_corpus(
     first embedding (otherwise a missing harness is a ConfigError).
     """
     table = _corpus_table(table)
+    _not_another_table(db, table)
     load = _Load(db, batch_size=batch_size, embedder=embedder, progress=progress, create_harness=create_harness)
     staging = STAGING_PREFIX + table
     kind = "article" if table == DOCUMENTS else "document"

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, Field, ValidationError
 
 from .errors import InputError
 from .models import Article, Question
@@ -338,7 +338,7 @@ def read_qrels(path: Path, *, format: Literal["beir", "trec"] = "trec") -> Qrels
 
 
 class _Query(BaseModel):
-    id: str
+    id: str = Field(min_length=1)
     text: str
     embedding: list[float] | None = None
 
@@ -347,13 +347,16 @@ def _queries(path: Path) -> Iterator[_Query]:
     """Queries from JSONL ({_id or id, text, embedding?}; other keys ignored) or TSV (`id<TAB>text`)."""
     if path.suffix.lower() in {".tsv", ".txt"}:
         with _open(path) as handle:
-            for number, line in enumerate(handle, start=1):
-                if not line.strip():
-                    continue
-                qid, tab, text = line.rstrip("\r\n").partition("\t")
-                if not tab:
-                    raise InputError("expected `id<TAB>text`", source=str(path), line=number)
-                yield _Query(id=qid.strip(), text=text)
+            try:
+                for number, line in enumerate(handle, start=1):
+                    if not line.strip():
+                        continue
+                    qid, tab, text = line.rstrip("\r\n").partition("\t")
+                    if not tab or not qid.strip():
+                        raise InputError("expected `id<TAB>text`", source=str(path), line=number)
+                    yield _Query(id=qid.strip(), text=text)
+            except UnicodeDecodeError as error:
+                raise InputError(f"not UTF-8 text ({error.reason})", source=str(path)) from None
         return
     for line, raw in _json_rows(path):
         raw = dict(raw)
@@ -390,10 +393,16 @@ class QuestionStream(Iterable[Question]):
                 continue
             self.labels += len(judged)
             yield Question(id=query.id, text=query.text, embedding=query.embedding,
-                           relevant=list(judged), grades=list(judged.values()), split=self.split)
+                           relevant=[_label(doc) for doc in judged], grades=list(judged.values()), split=self.split)
         unknown = sorted(self.qrels.judged - seen)
         if unknown:
             raise InputError(f"judgments for queries that {self.queries.name} lacks: {_listing(unknown)}", source=self.qrels.source)
+
+
+def _label(doc: str) -> str:
+    """A qrels document id as a label: a label `article:x` means the record x, so an id that itself
+    starts with `article:` is written `article:<id>` to name that record and not another."""
+    return f"article:{doc}" if doc.startswith("article:") else doc
 
 
 def _listing(ids: list[str], shown: int = 5) -> str:

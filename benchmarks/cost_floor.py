@@ -1,0 +1,706 @@
+"""The cost of an evaluation against the cost floor, the naive ways, and scoring alone; and how it scales.
+
+    python benchmarks/cost_floor.py [--dataset cisi|synthetic|all] [--docs 20000 --questions 1000] [--quick]
+
+Everything is measured in this one process, one after the other, on the same data in one embedded
+database (mem://) per dataset, loaded with the project's ingest:
+
+  F  the floor: each question's BM25 query and KNN query alone, at the run's depth
+     (fn::bm25_candidates and fn::vec_candidates, looped in one SurrealQL call), nothing else
+  H  a full evaluation: surreal_eval.evaluate(db, ks=[1,3,5,10], retrievers=[bm25, vector, hybrid,
+     hybrid_floor], params={floors: five floors, depth}): every metric at every k, the floor sweep,
+     rankings and per-question results written to history, means with bootstrap intervals
+  N  the lesson's approach: fn::bench_naive_evaluate($k) (benchmarks/bench.surql), once per k,
+     re-running every retriever (and every floor of the sweep) for every metric through the
+     harness's fn::retrieve_* and fn::metric_* functions; timed on a stated subset of questions
+     and scaled linearly to all of them when the full set would take too long
+  C  a client-side harness: one SDK call per question per retriever (fn::retrieve_*, each floor of
+     the sweep a retriever too), metrics by ranx in Python (after a warm-up of ranx's JIT)
+  S  scoring alone: every metric at every k computed in the database (fn::metrics in a loop,
+     fn::bench_score) from 1,000 stored rankings of 100 results, beside pytrec-eval-terrier
+     scoring the same rankings (P, recall, ndcg_cut, map_cut at the same k, recip_rank, Rprec)
+
+Peak memory of the H run: the process's resident set sampled every 10 ms during the call, its
+ru_maxrss (the process's peak so far, loading included) and tracemalloc's peak of Python
+allocations during the call. `--json FILE` also writes every number.
+"""
+
+from __future__ import annotations
+
+import argparse
+import inspect
+import json
+import os
+import resource
+import sys
+import threading
+import time
+import tracemalloc
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, field
+from datetime import date
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from synthetic import generate
+
+from surreal_eval import METRICS, Database, Settings, connect, evaluate
+from surreal_eval import evaluation as _evaluation
+from surreal_eval.connection import record_str, to_record
+from surreal_eval.ingest import load_beir, load_dataset
+
+CISI = Path(__file__).resolve().parents[2] / "shared" / "datasets" / "cisi"
+BENCH_SURQL = Path(__file__).resolve().parent / "bench.surql"
+KS = [1, 3, 5, 10]
+#: questions per statement, as the evaluation batches them (1 statement for all when it does not)
+EVAL_BATCH = getattr(_evaluation, "BATCH", 1_000_000)
+RETRIEVERS = ["bm25", "vector", "hybrid", "hybrid_floor"]
+FLOORS = [1.0, 2.0, 3.0, 4.0, 5.0]
+#: hybrid_floor's own floor (the harness default)
+FLOOR = 3.0
+#: F is measured before and after H (their mean reported) up to this many questions, once above
+FLOOR_TWICE_UP_TO = 300
+#: stored rankings scored by S
+SCORED_RANKINGS = 1000
+TARGETS = {  # name: (numerator, denominator, "<=" or ">=", bound)
+    "H/F": ("H", "F", "<=", 1.3),
+    "N/H": ("N", "H", ">=", 4.0),
+    "C/H": ("C", "H", ">=", 2.0),
+    "S/pytrec-eval": ("S", "pytrec", "<=", 5.0),
+}
+
+
+# ---------------------------------------------------------------------------------- measuring
+
+
+@dataclass
+class Timing:
+    seconds: float
+    questions: int
+    #: questions actually timed (a subset when the row is scaled to `questions`)
+    timed: int | None = None
+    note: str = ""
+
+    @property
+    def per_question_ms(self) -> float:
+        return self.seconds / max(self.questions, 1) * 1000
+
+
+@dataclass
+class Memory:
+    rss_before_mb: float
+    rss_peak_mb: float
+    ru_maxrss_mb: float
+    python_peak_mb: float
+
+
+@dataclass
+class Result:
+    dataset: str
+    documents: int
+    questions: int
+    depth: int
+    concurrency: str
+    timings: dict[str, Timing] = field(default_factory=dict)
+    memory: Memory | None = None
+    notes: list[str] = field(default_factory=list)
+
+    def ratio(self, name: str) -> float:
+        top, bottom, _, _ = TARGETS[name]
+        return self.timings[top].seconds / self.timings[bottom].seconds
+
+
+def _rss_mb() -> float:
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+
+
+def _maxrss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
+
+
+@contextmanager
+def watch_memory(out: list[Memory]) -> Iterator[None]:
+    """Sample the resident set every 10 ms and trace Python allocations while the block runs."""
+    before = _rss_mb()
+    peak = [before]
+    done = threading.Event()
+
+    def sample() -> None:
+        while not done.wait(0.01):
+            peak[0] = max(peak[0], _rss_mb())
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    tracemalloc.start()
+    sampler.start()
+    try:
+        yield
+    finally:
+        done.set()
+        sampler.join()
+        _, python_peak = tracemalloc.get_traced_memory()
+        tracemalloc.stop()
+        out.append(Memory(round(before, 1), round(max(peak[0], _rss_mb()), 1), round(_maxrss_mb(), 1),
+                          round(python_peak / 2**20, 1)))
+
+
+def timed(fn: Callable[[], Any]) -> tuple[float, Any]:
+    started = time.perf_counter()
+    value = fn()
+    return time.perf_counter() - started, value
+
+
+# ---------------------------------------------------------------------------------- concurrency
+
+
+def detect_concurrency() -> tuple[int, str]:
+    """The concurrency surreal_eval.evaluate runs with, and where it was found.
+
+    A module-level `CONCURRENCY` of surreal_eval.evaluation or an `evaluate(..., concurrency=)`
+    argument; (1, ...) when there is neither (the evaluation is one sequential statement).
+    """
+    parameter = inspect.signature(_evaluation.evaluate).parameters.get("concurrency")
+    module = getattr(_evaluation, "CONCURRENCY", None)
+    if parameter is not None and isinstance(parameter.default, int):
+        return parameter.default, "evaluate(concurrency=) default"
+    if isinstance(module, int):
+        return module, "surreal_eval.evaluation.CONCURRENCY"
+    if parameter is not None:
+        return 1, "evaluate(concurrency=) present, no integer default: passed 1"
+    return 1, "none: surreal_eval.evaluation has no concurrency setting, so F, H and everything else run sequentially"
+
+
+# ---------------------------------------------------------------------------------- the five rows
+
+
+def define_bench_functions(db: Database) -> None:
+    db.query(BENCH_SURQL.read_text(encoding="utf-8"))
+
+
+def scores_in_one_pass(db: Database) -> bool:
+    """Whether the harness has fn::metrics_at (every k of a ranking in one pass), which runs then use."""
+    return "metrics_at" in db.value("INFO FOR DB")["functions"]
+
+
+def question_ids(db: Database) -> list[Any]:
+    return db.value("SELECT VALUE id FROM question ORDER BY id")
+
+
+def subset(ids: list[Any], n: int) -> list[Any]:
+    """`n` questions spread evenly over `ids` (every len/n-th), all of them if n >= len."""
+    if n >= len(ids):
+        return list(ids)
+    step = len(ids) / n
+    return [ids[int(i * step)] for i in range(n)]
+
+
+def batches(ids: list[Any], size: int) -> list[list[Any]]:
+    return [ids[i : i + size] for i in range(0, len(ids), size)]
+
+
+def run_many(db: Database, calls: list[tuple[str, dict[str, Any]]], concurrency: int) -> list[Any]:
+    """Each call's last result, with `concurrency` statements in flight as the evaluation runs them
+    (Database.query_many over the async SDK), or one after the other."""
+    if concurrency > 1 and hasattr(db, "query_many"):
+        return [results[-1] for results in db.query_many(calls, concurrency=concurrency)]
+    return [db.value(sql, params) for sql, params in calls]
+
+
+def measure_floor(db: Database, ids: list[Any], depth: int, concurrency: int = 1) -> Timing:
+    """F: every question's BM25 and KNN candidate lists at `depth`, nothing else, in batches of the
+    evaluation's size with the evaluation's concurrency."""
+    calls = [("RETURN fn::bench_floor('article', $ids, $depth)", {"ids": batch, "depth": depth})
+             for batch in batches(ids, EVAL_BATCH)]
+    seconds, _ = timed(lambda: run_many(db, calls, concurrency))
+    return Timing(seconds, len(ids))
+
+
+def run_full_evaluation(db: Database, depth: int, concurrency: tuple[int, str], label: str):
+    kwargs: dict[str, Any] = {}
+    if "concurrency" in inspect.signature(evaluate).parameters:
+        kwargs["concurrency"] = concurrency[0]
+    return evaluate(db, ks=KS, retrievers=RETRIEVERS, params={"floors": FLOORS, "depth": depth}, label=label, **kwargs)
+
+
+def measure_full(db: Database, questions: int, depth: int, concurrency: tuple[int, str], label: str,
+                 memory: list[Memory] | None = None) -> tuple[Timing, Any]:
+    """H: the library's full evaluation, the whole call timed (and its memory watched when asked)."""
+    if memory is None:
+        seconds, report = timed(lambda: run_full_evaluation(db, depth, concurrency, label))
+    else:
+        with watch_memory(memory):
+            seconds, report = timed(lambda: run_full_evaluation(db, depth, concurrency, label))
+    if report.questions != questions:
+        raise RuntimeError(f"H evaluated {report.questions} questions, expected {questions}")
+    return Timing(seconds, questions), report
+
+
+def measure_naive(db: Database, ids: list[Any], questions: int, concurrency: int = 1) -> Timing:
+    """N: fn::bench_naive_evaluate once per k (and batch of questions) on the questions `ids`, scaled to `questions`."""
+    calls = [("RETURN fn::bench_naive_evaluate($k, $ids, $metrics, $floor, $floors)",
+              {"k": k, "ids": batch, "metrics": list(METRICS), "floor": FLOOR, "floors": FLOORS})
+             for k in KS for batch in batches(ids, EVAL_BATCH)]
+    seconds, _ = timed(lambda: run_many(db, calls, concurrency))
+    scaled = seconds * questions / len(ids)
+    retrievals = len(KS) * (len(RETRIEVERS) + len(FLOORS)) * len(METRICS)
+    note = f"{retrievals} retrievals per question"
+    if len(ids) < questions:
+        note += f"; timed on {len(ids)} of {questions} questions ({seconds:.1f} s), scaled x{questions / len(ids):.1f}"
+    return Timing(scaled, questions, timed=len(ids), note=note)
+
+
+_RANX_METRICS = {"recall": "recall", "hit_rate": "hit_rate", "precision": "precision", "mrr": "mrr", "ndcg": "ndcg", "map": "map"}
+
+
+def ranx_metric_names() -> list[str]:
+    return [f"{name}@{k}" for name in _RANX_METRICS.values() for k in KS] + ["r-precision"]
+
+
+def warm_up_ranx() -> float:
+    """Compile ranx's numba kernels once, outside any timing; returns the seconds it took."""
+    from ranx import Qrels, Run
+    from ranx import evaluate as ranx_evaluate
+
+    seconds, _ = timed(lambda: ranx_evaluate(Qrels({"q": {"d": 1}}), Run({"q": {"d": 1.0, "e": 0.5}}), ranx_metric_names()))
+    return seconds
+
+
+def measure_client(db: Database, ids: list[Any], questions: int, depth: int, concurrency: int = 1) -> tuple[Timing, dict[str, dict[str, float]]]:
+    """C: one SDK call per question per retriever (each sweep floor too), metrics by ranx."""
+    from ranx import Qrels, Run
+    from ranx import evaluate as ranx_evaluate
+
+    configs: list[tuple[str, str, dict[str, Any]]] = [
+        ("bm25", "RETURN fn::retrieve_bm25($text, $k)", {}),
+        ("vector", "RETURN fn::retrieve_vec($vector, $k)", {}),
+        ("hybrid", "RETURN fn::retrieve_hybrid($text, $vector, $k)", {}),
+        ("hybrid_floor", "RETURN fn::retrieve_hybrid_floor($text, $vector, $k, $floor)", {"floor": FLOOR}),
+    ] + [(f"floor_sweep@{f:g}", "RETURN fn::retrieve_hybrid_floor($text, $vector, $k, $floor)", {"floor": f}) for f in FLOORS]
+    started = time.perf_counter()
+    rows = db.value("SELECT id, text, embedding, relevant, grades FROM $ids", {"ids": ids})
+    qrels = Qrels({record_str(r["id"]): {record_str(d): int(g) for d, g in zip(r["relevant"], r["grades"])} for r in rows})
+    means: dict[str, dict[str, float]] = {}
+    for name, sql, extra in configs:
+        rankings = run_many(db, [(sql, {"text": r["text"], "vector": r["embedding"], "k": depth, **extra}) for r in rows],
+                            concurrency)
+        run = {record_str(r["id"]): {record_str(d): float(len(ranked) - i) for i, d in enumerate(ranked)}
+               for r, ranked in zip(rows, rankings)}
+        means[name] = {m: float(v) for m, v in ranx_evaluate(qrels, Run(run), ranx_metric_names(), make_comparable=True).items()}
+    seconds = time.perf_counter() - started
+    note = f"{len(configs)} calls per question"
+    if len(ids) < questions:
+        note += f"; timed on {len(ids)} of {questions} questions ({seconds:.1f} s), scaled x{questions / len(ids):.1f}"
+    return Timing(seconds * questions / len(ids), questions, timed=len(ids), note=note), means
+
+
+def store_rankings(db: Database, run: str, count: int) -> str:
+    """Copy `count` rankings of run `run`'s hybrid retriever into table bench_ranking (cycling through
+    its questions when it has fewer); says where they came from."""
+    rows = db.value(
+        "SELECT question, ranked, relevant, grades FROM eval_ranking WHERE run = $run AND retriever = 'hybrid' ORDER BY question",
+        {"run": to_record(run, "eval_run")})
+    copies = [{**rows[i % len(rows)], "copy": i // len(rows)} for i in range(count)]
+    db.query("REMOVE TABLE IF EXISTS bench_ranking; DEFINE TABLE bench_ranking SCHEMALESS;")
+    for start in range(0, count, 250):
+        db.query("INSERT INTO bench_ranking $rows RETURN NONE", {"rows": copies[start:start + 250]})
+    lengths = db.value("SELECT VALUE array::len(ranked) FROM bench_ranking")
+    where = f"{count} hybrid rankings of the H run (mean length {sum(lengths) / len(lengths):.0f})"
+    if len(rows) < count:
+        where += f", its {len(rows)} questions repeated"
+    return where
+
+
+def measure_scoring(db: Database, count: int, concurrency: int = 1) -> tuple[Timing, Timing, float, float, float]:
+    """S: every metric at every k over the stored rankings in the database, as runs score them
+    (fn::metrics_at when the harness has it, else fn::metrics per k), in batches with the evaluation's
+    concurrency, and pytrec-eval on the same rankings; returns both timings, the database's time in
+    one sequential statement, the largest difference between their means, and the time of the same
+    scoring by fn::metrics once per k."""
+    import pytrec_eval
+
+    rows = db.value("SELECT id, ranked, relevant, grades FROM bench_ranking ORDER BY id")
+    ids = [r["id"] for r in rows]
+    size = max(1, -(-len(ids) // max(concurrency, 1)))
+    calls = [("RETURN fn::bench_score($ks, $ids, $at)", {"ks": KS, "ids": batch}) for batch in batches(ids, size)]
+    at = scores_in_one_pass(db)
+    calls = [(sql, {**params, "at": at}) for sql, params in calls]
+    seconds, parts = timed(lambda: run_many(db, calls, concurrency))
+    sequential, _ = timed(lambda: db.value("RETURN fn::bench_score($ks, $ids, $at)", {"ks": KS, "ids": ids, "at": at}))
+    per_k, _ = timed(lambda: run_many(db, [(sql, {**params, "at": False}) for sql, params in calls], concurrency))
+    ours: dict[int, dict[str, float]] = {}
+    for part in parts:  # means of equal-sized batches weighted by their counts
+        for row in part:
+            into = ours.setdefault(row["k"], {"questions": 0, **{m: 0.0 for m in METRICS}})
+            into["questions"] += row["questions"]
+            for m in METRICS:
+                into[m] += row[m] * row["questions"]
+    cut = ",".join(str(k) for k in KS)
+    measures = {f"P_{cut}", f"recall_{cut}", f"ndcg_cut_{cut}", f"map_cut_{cut}", "recip_rank", "Rprec"}
+
+    def score() -> dict[str, dict[str, float]]:
+        qrels = {record_str(r["id"]): {record_str(d): int(g) for d, g in zip(r["relevant"], r["grades"])} for r in rows}
+        run = {record_str(r["id"]): {record_str(d): float(len(r["ranked"]) - i) for i, d in enumerate(r["ranked"])} for r in rows}
+        return pytrec_eval.RelevanceEvaluator(qrels, measures).evaluate(run)
+
+    reference_seconds, theirs = timed(score)
+    pairs = {"recall": "recall_{}", "precision": "P_{}", "ndcg": "ndcg_cut_{}", "map": "map_cut_{}"}
+    difference = 0.0
+    for k, sums in ours.items():
+        for metric, name in pairs.items():
+            mean = sum(q[name.format(k)] for q in theirs.values()) / len(theirs)
+            difference = max(difference, abs(mean - sums[metric] / sums["questions"]))
+    return Timing(seconds, count), Timing(reference_seconds, count), sequential, difference, per_k
+
+
+def measure_breakdown(db: Database, depth: int, concurrency: tuple[int, str], log: Callable[[str], None]) -> list[tuple[str, float]]:
+    """Where H's time goes above F, stage by stage on the same questions, each stage including the ones before:
+    candidate lists (F), + the fusions, + every metric at every k, the library's whole call without
+    bootstrap intervals, and with them; then the whole call at depth max(k) for comparison."""
+    define_bench_functions(db)
+    ids = question_ids(db)
+    c = concurrency[0]
+    params = db.value("RETURN fn::run_params($ks, $given)", {"ks": KS, "given": {"floors": FLOORS, "depth": depth}})
+    stages: list[tuple[str, float]] = []
+
+    def stage(name: str, fn: Callable[[], Any]) -> None:
+        log(f"breakdown: {name}")
+        stages.append((name, timed(fn)[0]))
+
+    def many(sql: str, extra: dict[str, Any]) -> Callable[[], Any]:
+        return lambda: run_many(db, [(sql, {"ids": b, **extra}) for b in batches(ids, EVAL_BATCH)], c)
+
+    stage("F: BM25 and KNN candidate lists", many("RETURN fn::bench_floor('article', $ids, $depth)", {"depth": depth}))
+    stage("+ the fusions (fn::question_rankings: 4 retrievers + 5 sweep floors)",
+          many("RETURN fn::bench_rankings($ids, $p, $names)", {"p": params, "names": RETRIEVERS}))
+    at = scores_in_one_pass(db)
+    stage(f"+ every metric at every k ({'fn::metrics_at' if at else 'fn::metrics per k'}), nothing written",
+          many("RETURN fn::bench_rankings_scored($ids, $p, $names, $ks, $at)", {"p": params, "names": RETRIEVERS, "ks": KS, "at": at}))
+    kwargs = {"concurrency": c} if "concurrency" in inspect.signature(evaluate).parameters else {}
+    stage("H without bootstrap intervals (rankings and results written to history)",
+          lambda: evaluate(db, ks=KS, retrievers=RETRIEVERS, params={"floors": FLOORS, "depth": depth}, intervals=False, **kwargs))
+    stage("H (the library's whole call)",
+          lambda: evaluate(db, ks=KS, retrievers=RETRIEVERS, params={"floors": FLOORS, "depth": depth}, **kwargs))
+    stage(f"H at depth {max(KS)} (no --depth: fuses top-{max(KS)} lists)",
+          lambda: evaluate(db, ks=KS, retrievers=RETRIEVERS, params={"floors": FLOORS}, **kwargs))
+    return stages
+
+
+def format_breakdown(name: str, questions: int, depth: int, stages: list[tuple[str, float]]) -> str:
+    floor = stages[0][1]
+    lines = [f"### Where the time of H goes above F: {name}, {questions:,} questions, depth {depth}", "",
+             "| stage (each includes the ones above) | seconds | ms / question | / F |", "|---|---:|---:|---:|"]
+    for stage, seconds in stages:
+        lines.append(f"| {stage} | {seconds:.2f} | {seconds / questions * 1000:.1f} | {seconds / floor:.2f} |")
+    return "\n".join(lines)
+
+
+# ---------------------------------------------------------------------------------- datasets
+
+
+def load_cisi(db: Database) -> int:
+    return load_beir(db, CISI, create_harness=True).corpus.loaded
+
+
+def load_synthetic(db: Database, docs: int, questions: int, dimension: int, seed: int) -> int:
+    corpus = generate(docs=docs, questions=questions, dimension=dimension, seed=seed)
+    return load_dataset(db, corpus.articles, corpus.questions, create_harness=True).corpus.loaded
+
+
+def keep_questions(db: Database, ids: list[Any]) -> None:
+    """Delete every question not in `ids` (to evaluate fewer questions on the same corpus)."""
+    db.query("DELETE question WHERE id NOTINSIDE $ids", {"ids": ids})
+
+
+@dataclass
+class Config:
+    depth: int = 100
+    naive_questions: int = 4
+    client_questions: int = 100
+    scored: int = SCORED_RANKINGS
+    concurrency: tuple[int, str] = (1, "")
+
+
+def measure_dataset(db: Database, name: str, documents: int, config: Config, log: Callable[[str], None]) -> Result:
+    """All five rows on the data loaded in `db` (its whole golden set), in the order F, H, F again, N, C, S."""
+    define_bench_functions(db)
+    ids = question_ids(db)
+    n = len(ids)
+    result = Result(name, documents, n, config.depth, f"{config.concurrency[0]} ({config.concurrency[1]})")
+    log(f"{name}: F (floor) on {n} questions")
+    first = measure_floor(db, ids, config.depth, config.concurrency[0])
+    log(f"{name}: H (full evaluation)")
+    memory: list[Memory] = []
+    full, report = measure_full(db, n, config.depth, config.concurrency, f"cost_floor {name}", memory)
+    result.timings["H"] = full
+    result.memory = memory[0]
+    if n <= FLOOR_TWICE_UP_TO:
+        log(f"{name}: F again")
+        second = measure_floor(db, ids, config.depth, config.concurrency[0])
+        result.timings["F"] = Timing((first.seconds + second.seconds) / 2, n,
+                                     note=f"mean of a run before H ({first.seconds:.1f} s) and after ({second.seconds:.1f} s)")
+    else:
+        result.timings["F"] = Timing(first.seconds, n, note="one run, before H")
+    fingerprints, _ = timed(lambda: db.value("RETURN [fn::corpus_fingerprint('article'), fn::golden_fingerprint()]"))
+    result.timings["H"].note = (f"incl. fingerprints of corpus and golden set ({fingerprints:.1f} s) and bootstrap intervals;"
+                                f" written to history as {report.run}")
+    naive_ids = subset(ids, config.naive_questions)
+    log(f"{name}: N (naive) on {len(naive_ids)} questions")
+    result.timings["N"] = measure_naive(db, naive_ids, n, config.concurrency[0])
+    client_ids = subset(ids, config.client_questions)
+    log(f"{name}: C (client harness) on {len(client_ids)} questions (ranx warm-up first)")
+    warm = warm_up_ranx()
+    result.timings["C"], _ = measure_client(db, client_ids, n, config.depth, config.concurrency[0])
+    result.timings["C"].note += f"; ranx JIT warm-up ({warm:.1f} s) not counted; writes no history"
+    log(f"{name}: S (scoring alone)")
+    where = store_rankings(db, report.run, config.scored)
+    scoring, reference, sequential, difference, per_k = measure_scoring(db, config.scored, config.concurrency[0])
+    how = "fn::metrics_at, one pass per ranking" if scores_in_one_pass(db) else "fn::metrics once per k"
+    scoring.note = (f"{where}; {len(METRICS)} metrics x {len(KS)} k by {how} ({sequential:.2f} s in one sequential"
+                    f" statement; fn::metrics once per k: {per_k:.2f} s); means agree with pytrec-eval to {difference:.1e}")
+    result.timings["S"] = scoring
+    result.timings["pytrec"] = reference
+    return result
+
+
+@dataclass
+class ScalePoint:
+    documents: int
+    questions: int
+    floor: float
+    full: float
+
+
+def measure_scale(db: Database, documents: int, counts: list[int], config: Config, log: Callable[[str], None]) -> list[ScalePoint]:
+    """F and H at each question count (largest first, deleting questions between), on one corpus."""
+    define_bench_functions(db)
+    points = []
+    for count in sorted(counts, reverse=True):
+        ids = question_ids(db)
+        if count < len(ids):
+            keep_questions(db, subset(ids, count))
+            ids = question_ids(db)
+        log(f"scale: {documents} documents, {len(ids)} questions")
+        floor = measure_floor(db, ids, config.depth, config.concurrency[0])
+        full, _ = measure_full(db, len(ids), config.depth, config.concurrency, f"cost_floor scale {documents}x{len(ids)}")
+        points.append(ScalePoint(documents, len(ids), floor.seconds, full.seconds))
+    return points
+
+
+# ---------------------------------------------------------------------------------- printing
+
+
+def format_result(result: Result) -> str:
+    t = result.timings
+    lines = [
+        (f"### {result.dataset}: {result.documents:,} documents, {result.questions:,} questions, depth {result.depth},"
+        f" concurrency {result.concurrency}"),
+        "",
+        "| row | what | seconds | ms / question | notes |",
+        "|---|---|---:|---:|---|",
+    ]
+    rows = [
+        ("F", "floor: BM25 + KNN candidates per question (fn::bm25_candidates, fn::vec_candidates)"),
+        ("H", "full evaluation: 4 retrievers x k 1,3,5,10 x 7 metrics + 5-floor sweep, to history"),
+        ("N", "naive: fn::bench_naive_evaluate($k) per k, a retrieval per retriever per metric"),
+        ("C", "client harness: an SDK call per question per retriever, ranx metrics"),
+        ("S", f"scoring alone in the database, {result.timings['S'].questions:,} rankings"),
+    ]
+    for key, what in rows:
+        row = t[key]
+        per = f"{row.per_question_ms:.1f}" if key != "S" else f"{row.seconds / row.questions * 1000:.2f} / ranking"
+        lines.append(f"| {key} | {what} | {row.seconds:.2f} | {per} | {row.note} |")
+    lines.append(f"| | pytrec-eval-terrier on the same rankings | {t['pytrec'].seconds:.3f} | | reference for S |")
+    lines += ["", "| ratio | measured | target | |", "|---|---:|---:|---|"]
+    for name, (_, _, op, bound) in TARGETS.items():
+        value = result.ratio(name)
+        ok = value <= bound if op == "<=" else value >= bound
+        lines.append(f"| {name} | {value:.2f} | {op} {bound:g} | {'PASS' if ok else 'MISS'} |")
+    if result.memory:
+        m = result.memory
+        lines += ["", (f"Peak memory of the H run: resident set {m.rss_before_mb:,.0f} MB before, {m.rss_peak_mb:,.0f} MB peak"
+                  f" during the call (+{m.rss_peak_mb - m.rss_before_mb:,.0f} MB); ru_maxrss {m.ru_maxrss_mb:,.0f} MB"
+                  f" (the process's peak so far, loading included); Python allocations (tracemalloc) peak {m.python_peak_mb:,.1f} MB.")]
+    lines += [f"- {note}" for note in result.notes]
+    return "\n".join(lines)
+
+
+def scale_trend(points: list[ScalePoint]) -> str:
+    """One line on how the per-question time of H grows with corpus size and with question count."""
+    by_docs: dict[int, list[ScalePoint]] = {}
+    for p in points:
+        by_docs.setdefault(p.documents, []).append(p)
+    sizes = sorted(by_docs)
+    common = sorted(set.intersection(*({p.questions for p in by_docs[d]} for d in sizes)))
+    parts = []
+    if len(sizes) > 1 and common:
+        q = common[-1]
+        small = next(p for p in by_docs[sizes[0]] if p.questions == q)
+        large = next(p for p in by_docs[sizes[-1]] if p.questions == q)
+        growth = (large.full / q) / (small.full / q)
+        parts.append(f"H per question grows {growth:.1f}x from {sizes[0]:,} to {sizes[-1]:,} documents"
+                     f" ({sizes[-1] / sizes[0]:.0f}x the corpus, at {q:,} questions)")
+    largest = sorted(by_docs[sizes[-1]], key=lambda p: p.questions)
+    if len(largest) > 1:
+        per = [p.full / p.questions * 1000 for p in largest]
+        parts.append(f"and stays within {min(per):.0f}-{max(per):.0f} ms per question from {largest[0].questions:,}"
+                     f" to {largest[-1].questions:,} questions at {sizes[-1]:,} documents")
+    floor_growth = ""
+    if len(sizes) > 1 and common:
+        q = common[-1]
+        small = next(p for p in by_docs[sizes[0]] if p.questions == q)
+        large = next(p for p in by_docs[sizes[-1]] if p.questions == q)
+        floor_growth = f" (F per question {large.floor / small.floor:.1f}x)"
+    overhead = [(p.full - p.floor) / p.questions * 1000 for p in points]
+    parts.append(f"the evaluation's own work above the floor, (H - F) / questions, is {min(overhead):.0f}-{max(overhead):.0f} ms"
+                 f" per question{floor_growth}: total cost ~ questions x (BM25 query, which grows with the corpus,"
+                 " + a fixed per-question cost of fusion, metrics and writes)")
+    return "Trend: " + ", ".join(parts[:-1]) + ("; " if len(parts) > 1 else "") + parts[-1] + "."
+
+
+def format_scale(points: list[ScalePoint]) -> str:
+    lines = ["| documents | questions | F s | H s | F ms / question | H ms / question | H/F |", "|---:|---:|---:|---:|---:|---:|---:|"]
+    for p in sorted(points, key=lambda p: (p.documents, p.questions)):
+        lines.append(f"| {p.documents:,} | {p.questions:,} | {p.floor:.1f} | {p.full:.1f} | {p.floor / p.questions * 1000:.1f}"
+                     f" | {p.full / p.questions * 1000:.1f} | {p.full / p.floor:.2f} |")
+    return "\n".join(lines + ["", scale_trend(points)])
+
+
+# ---------------------------------------------------------------------------------- main
+
+
+def provenance() -> str:
+    """The commit of the working tree and whether src/ or surql/ differ from it (the harness is read from disk)."""
+    import subprocess
+
+    root = Path(__file__).resolve().parents[1]
+    try:
+        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=root, capture_output=True, text=True, check=False).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--", "src", "surql"], cwd=root, capture_output=True, text=True,
+                               check=False).stdout.strip()
+    except OSError:
+        return "unknown"
+    return f"commit {head or 'unknown'}" + (", src/ or surql/ modified in the working tree" if dirty else "")
+
+
+def _log(message: str) -> None:
+    print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--dataset", choices=("cisi", "synthetic", "all"), default="all")
+    parser.add_argument("--docs", type=int, default=20_000, help="synthetic documents (default 20000)")
+    parser.add_argument("--questions", type=int, default=1_000, help="synthetic questions (default 1000)")
+    parser.add_argument("--dimension", type=int, default=384)
+    parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--depth", type=int, default=100, help="retrieval depth of F, H and C (default 100)")
+    parser.add_argument("--naive-questions", type=int, help="questions N is timed on, then scaled (default 4)")
+    parser.add_argument("--client-questions", type=int, help="questions C is timed on, then scaled (default 100)")
+    parser.add_argument("--scale-docs", help="corpus sizes of the scale table (default 5000,10000,<docs>)")
+    parser.add_argument("--scale-questions", help="smaller question counts of the scale table: every corpus size is measured with these, the"
+                        " main one also with --questions (default 100,300)")
+    parser.add_argument("--no-scale", action="store_true", help="skip the scale table")
+    parser.add_argument("--quick", action="store_true", help="a small configuration for a smoke test (~2 minutes)")
+    parser.add_argument("--breakdown", action="store_true",
+                        help="instead of the five rows, time H stage by stage above F (candidates, fusions, metrics, writes, intervals)")
+    parser.add_argument("--json", type=Path, help="also write every number to this file")
+    args = parser.parse_args(argv)
+    if args.quick:
+        args.docs, args.questions = 2_000, 100
+        args.naive_questions = args.naive_questions or 2
+        args.client_questions = args.client_questions or 30
+        args.cisi_questions = 20
+        args.scale_docs = args.scale_docs or "500,1000,2000"
+        args.scale_questions = args.scale_questions or "25,50"
+    else:
+        args.cisi_questions = None
+    args.naive_questions = args.naive_questions or 4
+    args.client_questions = args.client_questions or 100
+    args.scale_docs = [int(x) for x in (args.scale_docs or f"5000,10000,{args.docs}").split(",")]
+    args.scale_questions = [int(x) for x in (args.scale_questions or "100,300").split(",")]
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    concurrency = detect_concurrency()
+    config = Config(depth=args.depth, naive_questions=args.naive_questions, client_questions=args.client_questions,
+                    concurrency=concurrency)
+    results: list[Result] = []
+    scale: list[ScalePoint] = []
+    started = time.perf_counter()
+    print(f"# Cost floor benchmark ({date.today().isoformat()}, {os.cpu_count()} cores, surrealdb 3.0.0b10 embedded mem://)")
+    print(f"\nConcurrency: {concurrency[0]} ({concurrency[1]}). Code: {provenance()}.\n", flush=True)
+
+    def save() -> None:
+        if args.json:
+            args.json.write_text(json.dumps({"results": [asdict(r) for r in results], "scale": [asdict(p) for p in scale]}, indent=2))
+
+    def breakdown(db: Database, name: str, documents: int) -> None:
+        n = len(question_ids(db))
+        print(format_breakdown(f"{name} ({documents:,} documents)", n, args.depth, measure_breakdown(db, args.depth, concurrency, _log)),
+              flush=True)
+        run = db.value("SELECT VALUE id FROM eval_run WHERE finished_at != NONE AND params.depth = $d ORDER BY created_at DESC LIMIT 1",
+                       {"d": args.depth})[0]
+        where = store_rankings(db, record_str(run), SCORED_RANKINGS)
+        scoring, reference, sequential, difference, per_k = measure_scoring(db, SCORED_RANKINGS, concurrency[0])
+        print(f"\nScoring alone ({where}): as runs score {scoring.seconds:.2f} s ({sequential:.2f} s in one statement),"
+              f" fn::metrics once per k {per_k:.2f} s, pytrec-eval-terrier {reference.seconds:.3f} s:"
+              f" S/pytrec-eval {scoring.seconds / reference.seconds:.1f}, {per_k / reference.seconds:.1f} per k"
+              f" (means agree to {difference:.1e}).\n", flush=True)
+
+    def report(result: Result) -> None:
+        results.append(result)
+        print(format_result(result) + "\n", flush=True)
+        save()
+
+    if args.dataset in ("cisi", "all"):
+        with connect(Settings(url="mem://")) as db:
+            _log("loading CISI")
+            documents = load_cisi(db)
+            if args.cisi_questions:
+                keep_questions(db, subset(question_ids(db), args.cisi_questions))
+            if args.breakdown:
+                breakdown(db, "CISI", documents)
+            else:
+                report(measure_dataset(db, "CISI", documents, config, _log))
+    if args.dataset in ("synthetic", "all"):
+        with connect(Settings(url="mem://")) as db:
+            _log(f"generating and loading {args.docs} synthetic documents, {args.questions} questions")
+            seconds, documents = timed(lambda: load_synthetic(db, args.docs, args.questions, args.dimension, args.seed))
+            if args.breakdown:
+                breakdown(db, "synthetic", documents)
+                return 0
+            result = measure_dataset(db, "synthetic", documents, config, _log)
+            result.notes.append(f"generated (seed {args.seed}, {args.dimension}-d) and loaded with surreal_eval.ingest.load_dataset in {seconds:.0f} s")
+            report(result)
+            if not args.no_scale:
+                scale += [ScalePoint(documents, result.questions, result.timings["F"].seconds, result.timings["H"].seconds)]
+                scale += measure_scale(db, documents, [q for q in args.scale_questions if q < result.questions], config, _log)
+                save()
+        if not args.no_scale:
+            for size in [d for d in args.scale_docs if d != args.docs]:
+                with connect(Settings(url="mem://")) as db:
+                    _log(f"scale: generating and loading {size} documents")
+                    counts = [q for q in args.scale_questions if q < args.questions] or [args.questions]
+                    load_synthetic(db, size, max(counts), args.dimension, args.seed)
+                    scale += measure_scale(db, size, counts, config, _log)
+                    save()
+    if scale:
+        print("### How the cost grows (synthetic, F and H)\n")
+        print(format_scale(scale))
+    print(f"\nTotal {time.perf_counter() - started:.0f} s.")
+    return 0
+
+
+if __name__ == "__main__":
+    code = main()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    # the embedded engine has aborted this process at interpreter shutdown after a full run
+    # ("panic in a function that cannot unwind", exit 134) although every database was closed:
+    # everything is printed by now, so leave without the interpreter's shutdown
+    os._exit(code)

@@ -1,0 +1,64 @@
+"""The cost floor benchmark (benchmarks/cost_floor.py) runs end to end on a tiny synthetic set.
+
+Speed is never asserted: only that the table has its five rows and that the floor, measured on the
+same data in the same process, is not above the full evaluation it is the floor of.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
+sys.path.insert(0, str(BENCHMARKS))
+
+import cost_floor
+from synthetic import generate
+
+from surreal_eval import Settings, connect
+
+
+def test_the_generator_is_deterministic_and_labels_documents_that_exist():
+    one, two = generate(docs=50, questions=5, dimension=8), generate(docs=50, questions=5, dimension=8)
+    assert [q.model_dump() for q in one.questions] == [q.model_dump() for q in two.questions]
+    ids = {a.id for a in one.articles}
+    assert all(1 <= len(q.relevant) <= 5 and set(q.relevant) <= ids for q in one.questions)
+    assert all(100 <= len(a.content.split()) <= 200 for a in one.articles)
+
+
+@pytest.fixture(scope="module")
+def measured():
+    config = cost_floor.Config(depth=20, naive_questions=1, client_questions=10, scored=100,
+                               concurrency=cost_floor.detect_concurrency())
+    with connect(Settings(url="mem://")) as db:
+        documents = cost_floor.load_synthetic(db, 300, 20, 16, 7)
+        result = cost_floor.measure_dataset(db, "synthetic", documents, config, lambda message: None)
+    return result
+
+
+def test_the_table_has_the_five_rows_and_the_ratios(measured):
+    table = cost_floor.format_result(measured)
+    rows = re.findall(r"^\| ([FHNCS]) \|", table, flags=re.MULTILINE)
+    assert rows == ["F", "H", "N", "C", "S"]
+    for ratio in cost_floor.TARGETS:
+        assert re.search(rf"^\| {re.escape(ratio)} \| [0-9.]+ \| .* \| (PASS|MISS) \|$", table, flags=re.MULTILINE)
+    assert "Peak memory of the H run" in table
+
+
+def test_the_floor_is_not_above_the_full_evaluation(measured):
+    assert measured.questions == 20
+    assert 0 < measured.timings["F"].seconds <= measured.timings["H"].seconds
+
+
+def test_scoring_in_the_database_agrees_with_pytrec_eval(measured):
+    assert re.search(r"means agree with pytrec-eval to [0-9.]+e-(1[0-9]|[2-9][0-9])", measured.timings["S"].note)
+
+
+def test_the_scale_table_states_a_trend():
+    points = [cost_floor.ScalePoint(d, q, 0.1 * d / 100 * q / 10, 0.12 * d / 100 * q / 10)
+              for d in (100, 200, 400) for q in (10, 20)]
+    text = cost_floor.format_scale(points)
+    assert text.count("\n| ") == 6 and "Trend: H per question grows 4.0x from 100 to 400 documents" in text
