@@ -119,3 +119,42 @@ def test_a_phrase_cut_in_two_by_a_chunking_is_reported_for_that_chunking(chunked
 def test_evaluating_an_unknown_corpus_table_is_refused(seeded):
     with pytest.raises(Rejected, match="no corpus table chunk_nope"):
         evaluate(seeded, ks=[1], params={"corpus": "chunk_nope"})
+
+
+class WordHashEmbedder:
+    """A deterministic 4-d embedder for tests (hashed words): real vectors, no model to load."""
+
+    name = "test:word-hash"
+    dimension = 4
+
+    def embed(self, texts, *, progress=None):
+        import hashlib
+
+        vectors = []
+        for text in texts:
+            v = [0.0, 0.0, 0.0, 0.0]
+            for word in text.lower().split():
+                v[hashlib.sha256(word.encode()).digest()[0] % 4] += 1.0
+            vectors.append(v if any(v) else [1.0, 0.0, 0.0, 0.0])
+        return vectors
+
+
+def test_chunk_corpus_cuts_embeds_and_bulk_loads_a_chunk_table(seeded):
+    from surreal_eval.chunking import chunk_corpus
+
+    report = chunk_corpus(seeded, source="article", target="chunk_cli", size=8, overlap=2, embedder=WordHashEmbedder())
+    expected = sum(len(split_words(c, 8, 2)) for c in seeded.value("SELECT VALUE content FROM article"))
+    assert report.loaded == expected == seeded.value("RETURN count(SELECT id FROM chunk_cli)")
+    assert seeded.value("RETURN count(SELECT id FROM chunk_cli WHERE doc = NONE OR position = NONE)") == 0
+    assert "chunk_cli" in corpus_tables(seeded)
+    # the chunk table is searchable: its BM25 and HNSW indexes were built by the bulk load
+    assert seeded.value("RETURN fn::retrieve_bm25('429 too many requests', 1, 'chunk_cli')")[0].id.startswith("api_rate_limits#")
+    assert len(seeded.value("RETURN fn::retrieve_vec([1, 0, 0, 0], 3, 'chunk_cli')")) == 3
+    assert evaluate(seeded, ks=[1, 3], params={"corpus": "chunk_cli"}).questions == 8
+
+
+def test_chunking_into_the_documents_table_is_refused(seeded):
+    from surreal_eval.chunking import chunk_corpus
+
+    with pytest.raises(ConfigError, match="would overwrite the documents"):
+        chunk_corpus(seeded, target="article", size=8, embedder=WordHashEmbedder())
