@@ -9,7 +9,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import click
 import pytest
 from typer.main import get_command
 from typer.testing import CliRunner
@@ -108,9 +107,10 @@ def test_load_corpus_and_golden_from_jsonl(tmp_path):
     assert all(r["recall"] == 1.0 for r in data["results"])
 
 
-def _commands(group: click.Group, prefix=()):
+def _commands(group, prefix=()):
+    """Every leaf command of a typer/click group (typer may vendor click: duck-typed)."""
     for name, command in group.commands.items():
-        if isinstance(command, click.Group):
+        if hasattr(command, "commands"):
             yield from _commands(command, (*prefix, name))
         else:
             yield (*prefix, name), command
