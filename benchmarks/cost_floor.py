@@ -610,8 +610,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     args = parser.parse_args(argv)
     if args.quick:
         args.docs, args.questions = 2_000, 100
-        args.naive_questions = args.naive_questions or 2
-        args.client_questions = args.client_questions or 30
+        args.naive_questions = args.naive_questions or 1
+        args.client_questions = args.client_questions or 10
         args.cisi_questions = 20
         args.scale_docs = args.scale_docs or "500,1000,2000"
         args.scale_questions = args.scale_questions or "25,50"
