@@ -47,6 +47,7 @@ from surreal_eval.cli import app
 from surreal_eval.connection import record_str
 from surreal_eval.errors import InputError, Rejected
 from surreal_eval.export import export_run_trec
+from surreal_eval.harness import RESERVED_WORDS
 from surreal_eval.ingest import load_beir, load_corpus, load_golden
 from surreal_eval.loaders import read_documents, read_questions
 
@@ -891,7 +892,7 @@ HARNESS_TABLES = ("question", "eval_run", "eval_result", "eval_ranking", "eval_w
                   "harness_config", "harness_script", "corpus_table")
 identifier_name = st.one_of(
     st.sampled_from(HARNESS_TABLES + ("_ingest_article", "select", "NONE", "true", "null", "FROM", "ONLY", "VALUE",
-                                      "table", "x" * 55, "x" * 56)),
+                                      "table", "delete", "Function", "tb", "x" * 55, "x" * 56)),
     st.from_regex(IDENTIFIER, fullmatch=True),
 ).filter(lambda s: s != "article")
 
@@ -906,16 +907,17 @@ def test_an_identifier_loads_a_corpus_table_or_is_refused_cleanly(templates, nam
         store = store_copy(templates, "seeded", root)
         with opened(store) as db:
             before = snapshot(db)
+        reserved = name.lower() in RESERVED_WORDS
         for args in (["evaluate", "--k", "3", f"--corpus={name}"], ["diagnose", "money_back", f"--corpus={name}"],
                      ["chunk", f"--from={name}", "--into=chunks", "--embedder", EMBEDDER]):  # chunk once cut eval_run
             line = one_line_error(cli(store, *args), 2)
-            assert "corpus table" in line, (args, line)
+            assert ("is a SurrealQL keyword" if reserved else "corpus table") in line, (args, line)
         with opened(store) as db:
             assert snapshot(db) == before
         result = cli(store, "load", "corpus", str(root / "docs.jsonl"), f"--table={name}")
         no_traceback(result)
-        if name in HARNESS_TABLES or name.startswith("_ingest_") or result.exit_code != 0:
-            one_line_error(result, 2 if name in HARNESS_TABLES else result.exit_code)
+        if name in HARNESS_TABLES or name.startswith("_ingest_") or reserved or result.exit_code != 0:
+            one_line_error(result, 2 if name in HARNESS_TABLES or reserved else result.exit_code)
             assert result.exit_code != 0
             with opened(store) as db:
                 assert snapshot(db) == before

@@ -5,7 +5,12 @@ from __future__ import annotations
 import pytest
 
 from surreal_eval import ConfigError, HarnessConfig, evaluate, import_harness, import_seed
-from surreal_eval.harness import HARNESS_SCRIPTS, render
+from surrealdb import RecordID
+
+from surreal_eval.errors import QueryFailed
+from surreal_eval.ingest import load_corpus
+from surreal_eval.models import Article
+from surreal_eval.harness import HARNESS_SCRIPTS, RESERVED_WORDS, identifier, render
 
 from .conftest import fresh_db, snapshot
 
@@ -61,6 +66,27 @@ def test_seed_needs_dimension_4():
 def test_render_refuses_anything_but_integers_and_identifiers(value):
     with pytest.raises(ConfigError):
         render("DEFINE INDEX i ON t FIELDS e HNSW DIMENSION {{dimension}}", {"dimension": value})
+
+
+@pytest.mark.parametrize("word", sorted(RESERVED_WORDS) + ["Select", "NONE", "Value"])
+def test_surrealql_reserved_words_are_refused_as_names(word):
+    with pytest.raises(ConfigError, match="is a SurrealQL keyword"):
+        identifier(word, what="corpus table")
+
+
+@pytest.mark.parametrize("word", ["select", "NONE"])
+def test_the_engine_refuses_a_reserved_word_as_a_table_name(db, word):
+    """Why identifier() refuses the reserved words: the engine cannot parse them where a table name goes."""
+    with pytest.raises(QueryFailed):
+        db.query(f"DEFINE TABLE {word} SCHEMALESS")
+
+
+@pytest.mark.parametrize("word", ["content", "type", "user", "index", "order", "from", "access"])
+def test_keywords_outside_the_reserved_set_load_as_corpus_tables(db, word):
+    docs = [Article(id=i, title="t", content=text, embedding=[1.0, 0.0, 0.0, 0.0])  # BM25 needs 3: idf is 0 at half
+            for i, text in (("a", "parcel refund"), ("b", "refund"), ("c", "invoice"))]
+    load_corpus(db, docs, table=word)
+    assert db.value("RETURN fn::bm25_candidates($t, 'parcel', 3).id", {"t": word}) == [RecordID(word, "a")]
 
 
 def test_render_names_an_unfilled_placeholder():

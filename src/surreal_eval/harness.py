@@ -40,6 +40,14 @@ DEMO_DIMENSION = 4
 
 _PLACEHOLDER = re.compile(r"\{\{\s*([a-z_]+)\s*\}\}")
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
+#: Words refused as table and user names, matched case-insensitively: those SurrealDB's parser may
+#: refuse as an identifier in some statements (its lexer's RESERVED_KEYWORD set), and the keywords
+#: the harness's own corpus statements failed to parse when a corpus was loaded under each keyword.
+RESERVED_WORDS = frozenset(
+    """after all alter analyze before begin break by cancel commit continue create define diff expire
+    false for if info insert kill let live none null option rand rebuild relate remove return select
+    sequence show sleep table throw true update upsert use value where""".split()
+) | {"delete", "explain", "function", "tb"}
 
 
 class HarnessConfig(BaseModel):
@@ -64,9 +72,11 @@ def surql_dir() -> Path:
 
 
 def identifier(name: str, *, what: str = "name") -> str:
-    """`name` if it is a plain SurrealQL identifier (letters, digits, _), else a ConfigError."""
+    """`name` if it is a plain SurrealQL identifier (letters, digits, _, not a reserved word), else a ConfigError."""
     if not isinstance(name, str) or not _IDENTIFIER.fullmatch(name):  # fullmatch: `$` would pass "name\n"
         raise ConfigError(f"{what} {name!r} is not a valid identifier: use letters, digits and _")
+    if name.lower() in RESERVED_WORDS:
+        raise ConfigError(f"{what} {name!r} is a SurrealQL keyword: choose another name")
     return name
 
 
