@@ -14,6 +14,7 @@ from surreal_eval import (
     InputError,
     NotFound,
     confidence_interval,
+    confidence_intervals,
     evaluate,
     paired_test,
     question_scores,
@@ -139,6 +140,24 @@ def test_interval_matches_a_brute_force_percentile_bootstrap(scores, level, seed
     low, high = brute_force_percentile_interval(scores, level=level, seed=seed)
     assert (interval.low, interval.high) == (pytest.approx(low, abs=1e-12), pytest.approx(high, abs=1e-12))
     assert (interval.mean, interval.n, interval.level) == (pytest.approx(np.mean(scores)), len(scores), level)
+
+
+@pytest.mark.parametrize("seed", [0, 11])
+def test_intervals_of_many_lists_equal_each_list_alone(seed):
+    """One resampling for many means (what a run report uses) gives each list's own interval."""
+    rng = np.random.default_rng(seed)
+    columns = [list(rng.random(37).round(2)), [0.0, 1.0] * 18 + [1.0], [0.5] * 37, list((rng.random(37) > 0.8) * 1.0)]
+    together = confidence_intervals(columns, level=0.9, seed=seed)
+    for column, interval in zip(columns, together):
+        alone = confidence_interval(column, level=0.9, seed=seed)
+        assert (interval.low, interval.high, interval.mean) == (
+            pytest.approx(alone.low, abs=1e-12), pytest.approx(alone.high, abs=1e-12), pytest.approx(alone.mean))
+    assert together[2].low == together[2].high == 0.5  # a constant list collapses, as alone
+
+
+def test_intervals_of_many_lists_need_equal_lengths():
+    with pytest.raises(InputError, match="same, non-zero number of scores"):
+        confidence_intervals([[0.0, 1.0], [1.0]])
 
 
 def test_two_questions_by_hand():

@@ -13,7 +13,7 @@ from .connection import Database, record_str, to_record
 from .errors import NotFound
 from .metrics import METRICS, parse_retrievers
 from .models import Bounds, MetricRow, QuestionResult, RunReport, SweepRow
-from .stats import confidence_interval, resolution, sample_warning
+from .stats import confidence_intervals, resolution, sample_warning
 
 __all__ = ["CONCURRENCY", "BATCH", "evaluate", "load_run", "run_order"]
 
@@ -163,12 +163,9 @@ def _add_uncertainty(db: Database, run_id: RecordID, rows: list[MetricRow], retr
     for result in db.value(_SCORES_QUERY, {"run": run_id}):
         scores.setdefault((result["retriever"], result["k"]), []).append(result)
     counts = db.value(_LABEL_COUNTS_QUERY, {"run": run_id, "retriever": retriever})
-    for row in rows:
-        per_question = scores.get((row.retriever, row.k), [])
-        if not per_question:
-            continue
-        row.intervals = {}
-        for metric in METRICS:
-            interval = confidence_interval([r[metric] for r in per_question])
-            row.intervals[metric] = Bounds(low=interval.low, high=interval.high)
+    scored = [row for row in rows if scores.get((row.retriever, row.k))]
+    columns = [[r[metric] for r in scores[(row.retriever, row.k)]] for row in scored for metric in METRICS]
+    intervals = iter(confidence_intervals(columns))  # one resampling for every mean, as if one by one
+    for row in scored:
+        row.intervals = {metric: Bounds(low=i.low, high=i.high) for metric, i in zip(METRICS, intervals)}
         row.resolution = {metric: resolution(counts, metric, k=row.k) for metric in METRICS} if counts else None
