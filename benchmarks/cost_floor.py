@@ -311,7 +311,11 @@ def scored_run(db: Database, run: str, depth: int) -> str:
     return evaluate(db, ks=KS, retrievers=["hybrid"], params={"depth": SCORED_DEPTH}, intervals=False, label="cost_floor S rankings").run
 
 
-def store_rankings(db: Database, run: str, count: int) -> str:
+def scored_source(depth: int) -> str:
+    return "the H run" if depth >= SCORED_DEPTH else f"an untimed hybrid run at depth {SCORED_DEPTH}"
+
+
+def store_rankings(db: Database, run: str, count: int, source: str = "the H run") -> str:
     """Copy `count` rankings of run `run`'s hybrid retriever into table bench_ranking (cycling through
     its questions when it has fewer); says where they came from."""
     rows = db.value(
@@ -322,7 +326,7 @@ def store_rankings(db: Database, run: str, count: int) -> str:
     for start in range(0, count, 250):
         db.query("INSERT INTO bench_ranking $rows RETURN NONE", {"rows": copies[start:start + 250]})
     lengths = db.value("SELECT VALUE array::len(ranked) FROM bench_ranking")
-    where = f"{count} hybrid rankings of the H run (mean length {sum(lengths) / len(lengths):.0f})"
+    where = f"{count} hybrid rankings of {source} (mean length {sum(lengths) / len(lengths):.0f})"
     if len(rows) < count:
         where += f", its {len(rows)} questions repeated"
     return where
@@ -476,7 +480,7 @@ def measure_dataset(db: Database, name: str, documents: int, config: Config, log
     result.timings["C"], _ = measure_client(db, client_ids, n, config.depth, config.concurrency[0])
     result.timings["C"].note += f"; ranx JIT warm-up ({warm:.1f} s) not counted; writes no history"
     log(f"{name}: S (scoring alone)")
-    where = store_rankings(db, scored_run(db, report.run, config.depth), config.scored)
+    where = store_rankings(db, scored_run(db, report.run, config.depth), config.scored, scored_source(config.depth))
     scoring, reference, sequential, difference, per_k = measure_scoring(db, config.scored, config.concurrency[0])
     how = "fn::metrics_at, one pass per ranking" if scores_in_one_pass(db) else "fn::metrics once per k"
     scoring.note = (f"{where}; {len(METRICS)} metrics x {len(KS)} k by {how} ({sequential:.2f} s in one sequential"
@@ -667,7 +671,7 @@ def main(argv: list[str] | None = None) -> int:
               flush=True)
         run = db.value("SELECT VALUE id FROM eval_run WHERE finished_at != NONE AND params.depth = $d ORDER BY created_at DESC LIMIT 1",
                        {"d": args.depth})[0]
-        where = store_rankings(db, scored_run(db, record_str(run), args.depth), SCORED_RANKINGS)
+        where = store_rankings(db, scored_run(db, record_str(run), args.depth), SCORED_RANKINGS, scored_source(args.depth))
         scoring, reference, sequential, difference, per_k = measure_scoring(db, SCORED_RANKINGS, concurrency[0])
         print(f"\nScoring alone ({where}): as runs score {scoring.seconds:.2f} s ({sequential:.2f} s in one statement),"
               f" fn::metrics once per k {per_k:.2f} s, pytrec-eval-terrier {reference.seconds:.3f} s:"

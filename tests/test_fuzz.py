@@ -791,6 +791,7 @@ def test_trec_qrels_with_queries_load_verbatim_or_not_at_all(templates, case):
 @given(questions=question_rows(max_size=3, texts=hostile.filter(lambda s: s.strip() != "")).filter(lambda qs: not blank_text(qs)),
        run_label=st.none() | short_text)
 @example(questions={"[/bold]": _question_fields(["track_order"], text="[link=x]where")}, run_label="[bold]")  # rich MarkupError
+@example(questions={"\x1b[2J" * 3: _question_fields(["account_locked"], text="x")}, run_label=None)  # echo stripped ANSI codes
 def test_hostile_questions_evaluate_diagnose_and_export(templates, questions, run_label):
     """Hostile ids and texts are scored by name, diagnosed, and exported as TREC (or refused, with whitespace)."""
     questions = {i: {**q, "passages": None} for i, q in questions.items()}  # hostile quotes match no article

@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import os
+import socket
+import threading
 import uuid
+from urllib.parse import urlsplit
 
 import pytest
 
 from surreal_eval import (
     AuthenticationFailed,
+    ConnectionFailed,
     HarnessConfig,
     Settings,
     connect,
@@ -49,3 +53,73 @@ def test_harness_runs_the_lesson_on_a_server():
 def test_wrong_password_on_a_server_is_refused_clearly():
     with pytest.raises(AuthenticationFailed, match="refused the credentials"):
         connect(server_settings(password="certainly-not-the-password"))
+
+
+class DroppingProxy:
+    """A TCP proxy to the test server whose `drop()` cuts every connection and refuses new ones:
+    to the client, the server is gone mid-conversation (the server itself keeps running)."""
+
+    def __init__(self, url: str) -> None:
+        target = urlsplit(url)
+        self.upstream = (target.hostname or "localhost", target.port or 8000)
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.port = self.listener.getsockname()[1]
+        self.sockets: list[socket.socket] = [self.listener]
+        self.dropped = threading.Event()
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while not self.dropped.is_set():
+            try:
+                client, _ = self.listener.accept()
+            except OSError:
+                return
+            server = socket.create_connection(self.upstream)
+            self.sockets += [client, server]
+            for source, sink in ((client, server), (server, client)):
+                threading.Thread(target=self._pump, args=(source, sink), daemon=True).start()
+
+    @staticmethod
+    def _pump(source: socket.socket, sink: socket.socket) -> None:
+        try:
+            while data := source.recv(65536):
+                sink.sendall(data)
+        except OSError:
+            pass
+        for end in (source, sink):
+            try:
+                end.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+    def drop(self) -> None:
+        self.dropped.set()
+        for end in self.sockets:
+            try:
+                end.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+            end.close()
+
+
+def test_a_connection_dropped_mid_run_fails_in_one_line_and_records_no_run():
+    settings = server_settings()
+    direct = connect(settings)
+    try:
+        import_harness(direct, HarnessConfig(dimension=4))
+        import_seed(direct)
+        proxy = DroppingProxy(settings.url)
+        scheme = settings.url.split("://", 1)[0]
+        proxied = connect(settings.model_copy(update={"url": f"{scheme}://127.0.0.1:{proxy.port}"}))
+        with pytest.raises(ConnectionFailed) as failure:
+            # the first batch of questions is scored, then the connection goes before the next statement
+            evaluate(proxied, ks=[1, 3, 5], concurrency=1, progress=lambda done, total: proxy.drop())
+        assert failure.value.exit_code == 3 and "\n" not in str(failure.value)
+        try:
+            proxied.close()
+        except ConnectionFailed:
+            pass
+        assert direct.value("SELECT VALUE id FROM eval_run WHERE finished_at != NONE") == []
+        assert evaluate(direct, ks=[1, 3, 5]).questions > 0  # the store still evaluates (the dead run stays unfinished, unseen)
+    finally:
+        direct.close()

@@ -373,8 +373,8 @@ def diagnose(
 def _write_lines(lines, output: Optional[Path]) -> int:
     count = 0
     if output is None:
-        for line in lines:
-            typer.echo(line)
+        for line in lines:  # color=True: never strip what looks like ANSI codes, ids may hold them verbatim
+            typer.echo(line, color=True)
             count += 1
         return count
     try:

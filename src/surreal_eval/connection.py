@@ -80,6 +80,8 @@ def translate(error: SurrealError, settings: Settings | None = None) -> Exceptio
     if isinstance(error, UnsupportedEngineError):
         return ConfigError(f"cannot use --url {settings.url if settings else ''!r}: {message}")
     if isinstance(error, (ConnectionUnavailableError, TransportError)):
+        if "closed before a response" in message or "failed while" in message:  # it was reached, then went
+            return ConnectionFailed(f"lost the connection to {where} mid-statement: {message}")
         return ConnectionFailed(f"cannot reach {where}: {message}")
     if isinstance(error, NotAllowedError) and "authentication" in message.lower():
         return AuthenticationFailed(

@@ -7,6 +7,7 @@ import os
 import subprocess
 from typing import Any, Callable
 
+import numpy as np
 from surrealdb import RecordID
 
 from .connection import Database, record_str, to_record
@@ -27,9 +28,9 @@ STALE_EMBEDDED, STALE_SERVER = "0s", "1d"
 BATCH = 4
 
 _RUN_QUERY = "SELECT * FROM ONLY $run WHERE finished_at != NONE"
-_SCORES_QUERY = """
-SELECT retriever, k, recall, hit_rate, precision, mrr, ndcg, map, r_precision
-FROM eval_result WHERE run = $run AND retriever != 'floor_sweep'
+_SCORES_QUERY = f"""
+SELECT VALUE [{", ".join(METRICS)}]
+FROM eval_result WHERE run = $run AND retriever = $retriever AND k = $k ORDER BY question
 """
 _LABEL_COUNTS_QUERY = """
 SELECT VALUE array::len(relevant) FROM eval_ranking WHERE run = $run AND retriever = $retriever
@@ -158,13 +159,20 @@ def load_run(
 
 
 def _add_uncertainty(db: Database, run_id: RecordID, rows: list[MetricRow], retriever: str) -> None:
-    """Fill each row's bootstrap interval and resolution per metric from the run's per-question scores."""
-    scores: dict[tuple[str, int], list[dict]] = {}
-    for result in db.value(_SCORES_QUERY, {"run": run_id}):
-        scores.setdefault((result["retriever"], result["k"]), []).append(result)
+    """Fill each row's bootstrap interval and resolution per metric from the run's per-question scores.
+
+    The scores are read one retriever and k at a time, in question order (so the same run always
+    gets the same intervals), and kept as one float array per metric: memory grows with questions x
+    means, never with a dict per stored result.
+    """
+    columns: list[np.ndarray] = []
+    scored: list[MetricRow] = []
+    for row in rows:
+        values = np.asarray(db.value(_SCORES_QUERY, {"run": run_id, "retriever": row.retriever, "k": row.k}), dtype=float)
+        if values.size:
+            scored.append(row)
+            columns.extend(values.T)
     counts = db.value(_LABEL_COUNTS_QUERY, {"run": run_id, "retriever": retriever})
-    scored = [row for row in rows if scores.get((row.retriever, row.k))]
-    columns = [[r[metric] for r in scores[(row.retriever, row.k)]] for row in scored for metric in METRICS]
     intervals = iter(confidence_intervals(columns))  # one resampling for every mean, as if one by one
     for row in scored:
         row.intervals = {metric: Bounds(low=i.low, high=i.high) for metric, i in zip(METRICS, intervals)}

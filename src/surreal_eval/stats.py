@@ -149,9 +149,12 @@ def confidence_intervals(
 ) -> list[Interval]:
     """`confidence_interval` of each of several score lists over the same questions, in one resampling.
 
-    Every list is resampled with the same draws of questions, so each interval is the one
-    `confidence_interval(column, seed=seed)` gives (a test holds them equal); a run's 100-odd means
-    cost one bootstrap instead of one each.
+    The resamples draw the same questions in the same order as `confidence_interval` does (numpy's
+    `integers(0, n, (resamples, n))`, in batches), so each interval is the one it gives for that list
+    alone (a test holds them equal). Each resample is kept as counts per question, and every list's
+    resampled means are one matrix product, counts x scores: a run's 100-odd means cost about one
+    bootstrap, and memory stays bounded by the batch (about a million counts) at any number of
+    questions.
     """
     _check_options(level, resamples)
     arrays = [_scores(column, f"scores {i}") for i, column in enumerate(columns)]
@@ -165,19 +168,16 @@ def confidence_intervals(
     varying = ~np.all(matrix == matrix[:, :1], axis=1)
     low, high = means.copy(), means.copy()
     if varying.any():
-        rows = matrix[varying]
-        result = scipy_stats.bootstrap(
-            (rows,),
-            _mean,
-            axis=-1,
-            vectorized=True,
-            n_resamples=resamples,
-            batch=max(1, _BATCH_CELLS // (n * rows.shape[0])),
-            confidence_level=level,
-            method="percentile",
-            rng=np.random.default_rng(seed),
-        )
-        low[varying], high[varying] = result.confidence_interval.low, result.confidence_interval.high
+        scores = matrix[varying].T  # questions x lists
+        rng = np.random.default_rng(seed)
+        resampled = np.empty((resamples, scores.shape[1]))
+        for start in range(0, resamples, _batch(n)):
+            size = min(_batch(n), resamples - start)
+            drawn = rng.integers(0, n, (size, n))
+            counts = np.bincount((drawn + n * np.arange(size)[:, None]).ravel(), minlength=size * n).reshape(size, n)
+            resampled[start : start + size] = counts @ scores / n
+        alpha = (1 - level) / 2
+        low[varying], high[varying] = np.quantile(resampled, [alpha, 1 - alpha], axis=0)
     return [Interval(mean=float(m), low=float(lo), high=float(hi), level=level, n=n) for m, lo, hi in zip(means, low, high)]
 
 
