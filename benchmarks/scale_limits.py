@@ -41,10 +41,10 @@ FLOORS = [1.0, 2.0, 3.0, 4.0, 5.0]
 STEPS = ("write", "corpus", "golden", "vector", "full")
 
 
-def write_files(folder: Path, docs: int, questions: int, sample: int) -> dict:
+def write_files(folder: Path, docs: int, questions: int, sample: int, vocabulary: int) -> dict:
     from synthetic import generate
 
-    corpus = generate(docs=docs, questions=questions, dimension=384, seed=7)
+    corpus = generate(docs=docs, questions=questions, dimension=384, seed=7, vocabulary=vocabulary)
     with (folder / "docs.jsonl").open("w", encoding="utf-8") as out:
         for article in corpus.articles:
             out.write(article.model_dump_json(exclude_none=True) + "\n")
@@ -97,6 +97,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--docs", type=int, default=100_000)
     parser.add_argument("--questions", type=int, default=100_000)
     parser.add_argument("--sample", type=int, default=1_000, help="questions of the full evaluation (split dev)")
+    parser.add_argument("--vocabulary", type=int, default=10_000,
+                        help="distinct words of the synthetic text (default 10000; generating is linear in it per document)")
     parser.add_argument("--dir", type=Path, help="folder for the files and the store (default: a temporary one)")
     parser.add_argument("--steps", default=",".join(STEPS), help=f"steps to run (default {','.join(STEPS)})")
     parser.add_argument("--json", type=Path)
@@ -108,13 +110,13 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     folder.mkdir(parents=True, exist_ok=True)
     rows = []
-    print(f"# Scale limits: {args.docs:,} documents, {args.questions:,} questions, 384-d, surrealkv:// in {folder}"
-          f" ({os.cpu_count()} cores)\n", flush=True)
+    print(f"# Scale limits: {args.docs:,} documents, {args.questions:,} questions, 384-d, vocabulary {args.vocabulary:,},"
+          f" surrealkv:// in {folder} ({os.cpu_count()} cores)\n", flush=True)
     print("| step | seconds | peak RSS MB | Python peak MB | made |\n|---|---:|---:|---:|---|", flush=True)
     for step in args.steps.split(","):
         if step == "write":
             started = time.perf_counter()
-            made = write_files(folder, args.docs, args.questions, args.sample)
+            made = write_files(folder, args.docs, args.questions, args.sample, args.vocabulary)
             row = {"step": step, "seconds": time.perf_counter() - started, "peak_rss_mb": None, "python_peak_mb": None, "made": made}
         else:
             done = subprocess.run([sys.executable, __file__, "--child", step, "--dir", str(folder), "--sample", str(args.sample)],
