@@ -303,21 +303,15 @@ def measure_client(db: Database, ids: list[Any], questions: int, depth: int, con
     return Timing(seconds * questions / len(ids), questions, timed=len(ids), note=note), means
 
 
-def scored_run(db: Database, run: str, depth: int) -> str:
-    """The run whose hybrid rankings S scores: `run` when it retrieved SCORED_DEPTH deep, else a new,
-    untimed hybrid-only run at that depth."""
-    if depth >= SCORED_DEPTH:
-        return run
-    return evaluate(db, ks=KS, retrievers=["hybrid"], params={"depth": SCORED_DEPTH}, intervals=False, label="cost_floor S rankings").run
-
-
-def scored_source(depth: int) -> str:
-    return "the H run" if depth >= SCORED_DEPTH else f"an untimed hybrid run at depth {SCORED_DEPTH}"
-
-
-def store_rankings(db: Database, run: str, count: int, source: str = "the H run") -> str:
-    """Copy `count` rankings of run `run`'s hybrid retriever into table bench_ranking (cycling through
-    its questions when it has fewer); says where they came from."""
+def store_rankings(db: Database, run: str, count: int, depth: int = SCORED_DEPTH) -> str:
+    """Copy `count` hybrid rankings into table bench_ranking (cycling through the questions when there
+    are fewer): run `run`'s when it retrieved `depth` >= SCORED_DEPTH deep, else those of a new, untimed
+    hybrid-only run at SCORED_DEPTH; says where they came from."""
+    source = "the H run"
+    if depth < SCORED_DEPTH:
+        run = evaluate(db, ks=KS, retrievers=["hybrid"], params={"depth": SCORED_DEPTH}, intervals=False,
+                       label="cost_floor S rankings").run
+        source = f"an untimed hybrid run at depth {SCORED_DEPTH}"
     rows = db.value(
         "SELECT question, ranked, relevant, grades FROM eval_ranking WHERE run = $run AND retriever = 'hybrid' ORDER BY question",
         {"run": to_record(run, "eval_run")})
@@ -480,7 +474,7 @@ def measure_dataset(db: Database, name: str, documents: int, config: Config, log
     result.timings["C"], _ = measure_client(db, client_ids, n, config.depth, config.concurrency[0])
     result.timings["C"].note += f"; ranx JIT warm-up ({warm:.1f} s) not counted; writes no history"
     log(f"{name}: S (scoring alone)")
-    where = store_rankings(db, scored_run(db, report.run, config.depth), config.scored, scored_source(config.depth))
+    where = store_rankings(db, report.run, config.scored, config.depth)
     scoring, reference, sequential, difference, per_k = measure_scoring(db, config.scored, config.concurrency[0])
     how = "fn::metrics_at, one pass per ranking" if scores_in_one_pass(db) else "fn::metrics once per k"
     scoring.note = (f"{where}; {len(METRICS)} metrics x {len(KS)} k by {how} ({sequential:.2f} s in one sequential"
@@ -671,7 +665,7 @@ def main(argv: list[str] | None = None) -> int:
               flush=True)
         run = db.value("SELECT VALUE id FROM eval_run WHERE finished_at != NONE AND params.depth = $d ORDER BY created_at DESC LIMIT 1",
                        {"d": args.depth})[0]
-        where = store_rankings(db, scored_run(db, record_str(run), args.depth), SCORED_RANKINGS, scored_source(args.depth))
+        where = store_rankings(db, record_str(run), SCORED_RANKINGS, args.depth)
         scoring, reference, sequential, difference, per_k = measure_scoring(db, SCORED_RANKINGS, concurrency[0])
         print(f"\nScoring alone ({where}): as runs score {scoring.seconds:.2f} s ({sequential:.2f} s in one statement),"
               f" fn::metrics once per k {per_k:.2f} s, pytrec-eval-terrier {reference.seconds:.3f} s:"
