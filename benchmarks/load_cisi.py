@@ -7,8 +7,9 @@ with the 384-d embeddings of its sidecar; `--copies N` repeats them N times unde
 jittered vectors, to see how each load scales), read into memory first, each into a fresh
 database with the harness imported (so `article` starts with its indexes defined):
 
-  bulk ingest   `surreal_eval.ingest.load_corpus`: staged in batches, moved in one transaction
-                with the indexes removed, the BM25 and HNSW indexes defined again afterwards
+  bulk ingest   `surreal_eval.ingest.load_corpus`: staged in batches, moved 1,000 rows a
+                transaction with the BM25 index kept up to date and the HNSW index removed, then
+                the HNSW index defined again (built in one pass)
   naive         one `CREATE` per document into `article`, indexes defined first
   naive + graph the naive load, then `REBUILD INDEX` of the HNSW index: the embedded engine never
                 builds the graph of rows written after the index was defined (KNN scans instead),

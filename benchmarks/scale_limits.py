@@ -2,8 +2,8 @@
 
     python benchmarks/scale_limits.py [--docs 30000] [--questions 30000] [--sample 1000] [--dir DIR]
 
-(30,000 is the largest size measured to load here; at 100,000 documents the one-transaction move of
-the load stopped making progress on the embedded surrealkv engine: see README, Reliability.)
+(At 100,000 documents a move in one transaction stopped making progress on the embedded surrealkv
+engine; loads now move MOVE_PART rows per transaction under a journal: see README, Reliability.)
 
 Each step runs in its own child process, so each peak memory is that step's own, on one embedded
 `surrealkv://` store (the persistent default):
@@ -11,7 +11,7 @@ Each step runs in its own child process, so each peak memory is that step's own,
   write     the synthetic corpus and golden set (benchmarks/synthetic.py, 384-d) written to JSONL;
             the first --sample questions are in split `dev`, the rest in `test` (not measured)
   corpus    `load_corpus(db, read_documents(file))`: the file is read as a stream and staged in
-            batches, then moved in one transaction and indexed (BM25 and HNSW)
+            batches, then moved in parts (all-or-nothing under a journal) and indexed (BM25, HNSW)
   golden    `load_golden(db, read_questions(file))`, the same way
   vector    `evaluate(db, ks=[1,3,5,10], retrievers=["vector"])` over every question: a real run,
             rankings and per-question results written to history, means with bootstrap intervals

@@ -33,6 +33,7 @@ def protected(db):
     return {
         "articles": db.value("SELECT * FROM article ORDER BY id"),
         "questions": db.value("SELECT * FROM question ORDER BY id"),
+        "unfinished loads": db.value("SELECT * FROM ingest_journal"),
     }
 
 
@@ -55,6 +56,8 @@ def test_an_evaluator_can_evaluate_and_read_history(store):
     "CREATE question:new CONTENT { text: 'x', embedding: [1, 0, 0, 0], relevant: [article:track_order] }",
     "UPDATE harness_config:current SET dimension = 8",
     "DELETE eval_run",
+    "CREATE ingest_journal:article CONTENT { undo: '_undo_article', existed: true, corpus: true, position: 0, "
+    "state: 'moving', started: time::now(), updated: time::now() }",
 ])
 def test_an_evaluator_cannot_change_the_corpus_golden_set_or_history(store, statement):
     db = as_evaluator(store)
@@ -68,6 +71,24 @@ def test_an_evaluator_cannot_change_the_corpus_golden_set_or_history(store, stat
             pass  # refused loudly is fine too; what matters is that nothing changed
         assert protected(db) == before
         assert history(db) == runs
+    finally:
+        db.close()
+
+
+@pytest.mark.parametrize("call", [
+    "fn::move_staged('_ingest_article', 'article', '_undo_article', [])",
+    "fn::undo_moved('article', 'corpus_table', 0)",
+])
+def test_only_a_system_user_may_call_the_load_functions(store, call):
+    owner = connect(Settings(url=store))
+    try:
+        assert owner.value(f"RETURN {call}") == 0  # the call itself is harmless here
+    finally:
+        owner.close()
+    db = as_evaluator(store)
+    try:
+        with pytest.raises(Exception, match="(?i)not allowed|permission"):
+            db.value(f"RETURN {call}")
     finally:
         db.close()
 

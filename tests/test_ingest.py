@@ -15,7 +15,9 @@ from surreal_eval import (
     Question,
     Rejected,
     Settings,
+    StoreBusy,
     connect,
+    evaluate,
 )
 from surreal_eval import ingest
 from surreal_eval.cli import app
@@ -89,17 +91,18 @@ def test_bulk_load_in_bounded_batches_then_indexes_answer(db, monkeypatch):
     report = load_corpus(db, iter(docs), batch_size=5, progress=lambda step, done, total: steps.append((step, done)))
     assert report.loaded == 23 and report.table == "article" and report.batches == 5
     assert spy.batches == [5, 5, 5, 5, 3]  # never more than batch_size rows per INSERT
-    assert ("staging articles", 23) in steps and steps[-3:] == [("moving into article", 1), ("building indexes", 0), ("building indexes", 1)]
+    assert ("staging articles", 23) in steps and steps[-3:] == [("moving into article", 23), ("building indexes", 0), ("building indexes", 1)]
     assert db.value("RETURN count(SELECT id FROM article)") == 23
     assert bm25(db, "word7") == ["d7"]
     assert set(knn(db, [0.0, 1.0, 0.0, 0.0], k=3)) <= {f"d{i}" for i in range(1, 23, 4)}
-    for index in ("article_content", "article_embedding"):
-        building = db.value(f"INFO FOR INDEX {index} ON article")["building"]
-        assert building["status"] == "ready" and building["initial"] == 23  # built in one pass after the load
+    # the HNSW graph is built in one pass after the load; the BM25 index is kept up to date by the move
+    building = db.value("INFO FOR INDEX article_embedding ON article")["building"]
+    assert building["status"] == "ready" and building["initial"] == 23
+    assert db.value("INFO FOR INDEX article_content ON article")["building"]["status"] == "ready"
     assert staging_tables(db) == []
 
 
-def test_loading_into_a_table_with_rows_upserts_by_id_and_rebuilds_indexes(seeded):
+def test_loading_into_a_table_with_rows_upserts_by_id_updates_bm25_and_rebuilds_hnsw(seeded):
     assert seeded.value("RETURN count(SELECT id FROM article)") == 10
     replaced = Article(id="track_order", title="Where is my parcel", content="zebra crossing", embedding=[0, 0, 1, 0])
     report = load_corpus(seeded, [replaced, doc(1, metadata={"k": "v"})])
@@ -108,7 +111,8 @@ def test_loading_into_a_table_with_rows_upserts_by_id_and_rebuilds_indexes(seede
     row = seeded.value("SELECT * OMIT id FROM ONLY article:track_order")
     assert row == {"title": "Where is my parcel", "content": "zebra crossing", "embedding": [0.0, 0.0, 1.0, 0.0]}
     assert bm25(seeded, "zebra") == ["track_order"] and bm25(seeded, "word1") == ["d1"]
-    assert seeded.value("INFO FOR INDEX article_content ON article")["building"]["initial"] == 11
+    assert "track_order" not in bm25(seeded, "carrier")  # its old text is gone from the BM25 index
+    assert seeded.value("INFO FOR INDEX article_embedding ON article")["building"]["initial"] == 11
     assert seeded.value("RETURN count(SELECT id FROM question)") == 8  # the labels still point at it
 
 
@@ -169,6 +173,134 @@ def test_an_embedder_failing_mid_load_leaves_nothing_behind(seeded):
     with pytest.raises(RuntimeError, match="fell over"):
         load_corpus(seeded, docs, batch_size=2, embedder=FakeEmbedder(fail_on_call=2))
     assert snapshot(seeded) == before
+
+
+# --------------------------------------------------------------------------- moves in parts
+
+
+class Parts:
+    """Counts the rows of each move part (fn::move_staged call) a load sends; can die after `die_after`."""
+
+    def __init__(self, monkeypatch, die_after: int | None = None):
+        self.sizes: list[int] = []
+        original = Database.query
+
+        def query(db, sql, params=None):
+            if sql.startswith("RETURN fn::move_staged"):
+                if die_after is not None and len(self.sizes) == die_after:
+                    raise KeyboardInterrupt("killed between two parts")
+                self.sizes.append(len(params["keys"]))
+            return original(db, sql, params)
+
+        monkeypatch.setattr(Database, "query", query)
+
+
+def journal(db) -> list:
+    return db.value("SELECT VALUE record::id(id) FROM ingest_journal")
+
+
+def test_a_move_larger_than_a_part_commits_part_by_part_then_builds_indexes(seeded, monkeypatch):
+    monkeypatch.setattr(ingest, "MOVE_PART", 3)
+    parts, steps = Parts(monkeypatch), []
+    docs = [doc(i) for i in range(8)] + [Article(id="track_order", content="replaced zeppelin text", embedding=[0, 0, 1, 0])]
+    load_dataset(seeded, docs, [question(f"q{i}", ["d1", "track_order"]) for i in range(4)],
+                 progress=lambda step, done, total: steps.append((step, done, total)))
+    assert parts.sizes == [3, 3, 3, 3, 1]  # nine documents, then four questions
+    moving = [s for s in steps if s[0] == "moving into article and question"]
+    assert moving == [("moving into article and question", n, 13) for n in (0, 3, 6, 9, 12, 13)]
+    assert journal(seeded) == [] and staging_tables(seeded) == []
+    assert seeded.value("RETURN article:track_order.content") == "replaced zeppelin text"
+    assert seeded.value("RETURN count(SELECT id FROM article)") == 18 and seeded.value("RETURN count(SELECT id FROM question)") == 12
+    assert bm25(seeded, "zeppelin") == ["track_order"] and bm25(seeded, "word7") == ["d7"]
+
+
+def test_a_failure_in_a_later_part_undoes_the_parts_already_committed(seeded, monkeypatch):
+    """Parts 1 and 2 (one replacing a stored article) are committed when the engine refuses a row of
+    part 3: they are undone, the indexes come back, and nothing of the load is left."""
+    monkeypatch.setattr(ingest, "MOVE_PART", 2)
+    monkeypatch.setattr(ingest._Load, "check_embedding", lambda self, kind, ident, vector: None)
+    before = snapshot(seeded)
+    parts = Parts(monkeypatch)
+    # moved in key order: [d0, d1], [d2, track_order], [zz]
+    docs = [Article(id="track_order", content="replaced", embedding=[0, 0, 1, 0]), *[doc(i) for i in range(3)],
+            Article(id="zz", content="two values", embedding=[1, 0])]
+    with pytest.raises(Rejected, match="field `embedding`"):
+        load_corpus(seeded, docs)
+    assert parts.sizes == [2, 2, 1]
+    assert snapshot(seeded) == before
+    assert seeded.value("INFO FOR TABLE article")["indexes"].keys() >= {"article_content", "article_embedding"}
+    assert bm25(seeded, "refund") != []
+
+
+def test_a_new_table_whose_move_fails_in_a_later_part_is_removed(db, monkeypatch):
+    monkeypatch.setattr(ingest, "MOVE_PART", 2)
+    monkeypatch.setattr(ingest._Load, "check_embedding", lambda self, kind, ident, vector: None)
+    before = snapshot(db)
+    with pytest.raises(Rejected):
+        load_corpus(db, [doc(1), doc(2), doc(3), doc(4, dim=5)], table="chunk_new")
+    assert snapshot(db) == before
+
+
+def test_a_move_killed_between_parts_is_undone_when_the_store_opens_again(tmp_path, monkeypatch):
+    url = f"surrealkv://{tmp_path / 'store'}"
+    db = connect(Settings(url=url))
+    ingest.import_harness(db, ingest.HarnessConfig(dimension=4))
+    load_corpus(db, [doc(i) for i in range(4)])
+    load_golden(db, [question("q0", ["d0"])])
+    before = snapshot(db)
+    with monkeypatch.context() as patch:
+        patch.setattr(ingest, "MOVE_PART", 2)
+        patch.setattr(ingest, "recover_loads", lambda db, **kw: [])  # a killed process cleans nothing up
+        Parts(patch, die_after=3)
+        with pytest.raises(KeyboardInterrupt):
+            load_dataset(db, [doc(i, content=f"new {i}") for i in range(6)], [question(f"n{i}", ["d5"]) for i in range(3)])
+    assert journal(db) == ["article", "question"] and db.value("RETURN article:d1.content") == "new 1"  # left half moved
+    db.close()
+    db = connect(Settings(url=url))  # an embedded store is put right as it opens
+    try:
+        assert snapshot(db) == before
+        assert bm25(db, "word1") == ["d1"] and db.value("INFO FOR INDEX article_embedding ON article")["building"]["status"] == "ready"
+    finally:
+        db.close()
+
+
+def test_a_load_killed_before_its_indexes_were_built_gets_them_when_the_store_opens_again(tmp_path, monkeypatch):
+    url = f"surrealkv://{tmp_path / 'store'}"
+    db = connect(Settings(url=url))
+    ingest.import_harness(db, ingest.HarnessConfig(dimension=4))
+    with monkeypatch.context() as patch:
+        patch.setattr(ingest, "recover_loads", lambda db, **kw: [])
+
+        def killed(load, table):
+            raise KeyboardInterrupt("killed before the index build")
+
+        patch.setattr(ingest, "_build_indexes", killed)
+        with pytest.raises(KeyboardInterrupt):
+            load_corpus(db, [doc(i) for i in range(5)])
+    assert journal(db) == ["article"]
+    db.close()
+    db = connect(Settings(url=url))
+    try:
+        assert journal(db) == [] and staging_tables(db) == []
+        assert db.value("RETURN count(SELECT id FROM article)") == 5 and bm25(db, "word3") == ["d3"]
+    finally:
+        db.close()
+
+
+def test_a_load_waits_for_a_live_load_on_a_server_and_undoes_a_dead_one(db, monkeypatch):
+    """On a server, a journal that moved rows recently belongs to a load still running."""
+    load_corpus(db, [doc(i) for i in range(3)])
+    db.query("UPSERT ingest_journal:article CONTENT {undo: '_undo_article', existed: true, corpus: true, position: 0, "
+             "state: 'moving', started: time::now(), updated: time::now()}; DEFINE TABLE _undo_article SCHEMALESS; "
+             "CREATE _undo_article:d1 SET old = NONE")
+    with pytest.raises(StoreBusy, match="a load into article is in progress"):
+        ingest.recover_loads(db, stale_after=60)
+    with pytest.raises(Exception, match="a load into article is unfinished"):
+        evaluate(db, ks=[1])
+    db.query("UPDATE ingest_journal:article SET updated = time::now() - 2h")
+    assert ingest.recover_loads(db, stale_after=60) == ["article"]
+    assert db.value("SELECT VALUE record::id(id) FROM article ORDER BY id") == ["d0", "d2"]  # d1 was new to that load
+    assert journal(db) == [] and staging_tables(db) == []
 
 
 def test_a_staging_table_left_by_a_killed_load_is_removed_by_the_next(db):

@@ -28,7 +28,7 @@ from .evaluation import evaluate, load_run
 from .gate import GateResult, gate, write_junit
 from .golden import add_articles, add_questions, delete_article
 from .harness import HarnessConfig, import_harness, import_seed
-from .ingest import DatasetReport, LoadReport, load_beir, load_corpus, load_dataset, load_golden
+from .ingest import DatasetReport, LoadReport, load_beir, load_corpus, load_dataset, load_golden, recover_loads
 from .loaders import read_beir, read_documents, read_qrels, read_questions
 from .history import history
 from .report_html import write_report
@@ -114,6 +114,7 @@ __all__ = [
     "read_documents",
     "read_qrels",
     "read_questions",
+    "recover_loads",
     "resolution",
     "resolve_run",
     "run_demo",

@@ -21,7 +21,7 @@ from .errors import ConfigError, InputError, SurrealEvalError
 from .evaluation import evaluate as run_evaluation
 from .harness import DEMO_DIMENSION, HarnessConfig, harness_config, identifier, import_harness, import_seed
 from .history import history as read_history
-from .ingest import DEFAULT_BATCH_SIZE
+from .ingest import DEFAULT_BATCH_SIZE, STALE_LOAD, recover_loads
 from .ingest import load_beir as ingest_beir
 from .ingest import load_corpus as ingest_corpus
 from .ingest import load_golden as ingest_golden
@@ -124,9 +124,12 @@ def init(
     knn_depth: Annotated[int, typer.Option(help="Deepest k the vector retriever can return.")] = 100,
     knn_ef: Annotated[int, typer.Option(help="HNSW search width (ef) of the vector retriever.")] = 100,
 ) -> None:
-    """Import the harness's SurrealQL into the database (again is harmless)."""
+    """Import the harness's SurrealQL into the database (again is harmless); undo a killed load."""
+    undone: list[str] = []
 
     def action(db: Database) -> list[str]:
+        # (an embedded store was already put right when it opened)
+        undone.extend(recover_loads(db, stale_after=None if db.settings.is_embedded else STALE_LOAD))
         existing = harness_config(db)
         dim = dimension or (DEMO_DIMENSION if demo_seed else existing.dimension if existing else 384)
         applied = import_harness(db, HarnessConfig(dimension=dim, knn_depth=knn_depth, knn_ef=knn_ef))
@@ -135,6 +138,8 @@ def init(
         return applied
 
     applied = _with_db(action)
+    if undone:
+        out.print(f"undid the unfinished load into {' and '.join(undone)}")
     out.print(f"imported {', '.join(applied)}{' and the demo seed' if demo_seed else ''} into {state.settings.describe()}")
 
 
@@ -292,7 +297,7 @@ def load_beir(
     embedder: EmbedderOpt = None,
     batch_size: BatchOpt = DEFAULT_BATCH_SIZE,
 ) -> None:
-    """Load a BEIR folder's documents, queries and judgments together, in one transaction.
+    """Load a BEIR folder's documents, queries and judgments together, all or nothing.
 
     Queries with no judgment in the split are skipped and counted. Imports the harness first if the
     database has none, with the dimension of the data's embeddings.

@@ -5,11 +5,12 @@ from __future__ import annotations
 import asyncio
 import atexit
 import logging
+import os
 import re
 import threading
 import weakref
 from contextlib import contextmanager
-from typing import Any, Callable, Coroutine, Iterator, TypeVar
+from typing import Any, Callable, Coroutine, Iterator, Sequence, TypeVar
 
 from surrealdb import AsyncSurreal, DoneFrame, ErrorFrame, RecordID
 from surrealdb.errors import (
@@ -151,7 +152,34 @@ class Database:
         self._loop = loop
         self.settings = settings
         self._closed = False
+        self._wal = _wal_folder(settings.url)
         _OPEN.add(self)
+
+    def relieve(self) -> bool:
+        """Let an embedded surrealkv store flush its writes, if it must: True if it was reopened.
+
+        The SDK's async embedded engine opens the store on a runtime it does not keep, so the
+        store's background jobs never run, and one of them is surrealkv's memtable flush. Once
+        about two memtables of writes are waiting (each ~1 GB on a 24 GB machine, less on a
+        smaller one), every write waits forever. Closing the store flushes it, so when a full
+        memtable waits (a second write-ahead log file in `<store>/wal`) the store is closed and
+        reopened, between two statements. Long writers call this between batches.
+        """
+        if self._wal is None or self._closed:
+            return False
+        try:
+            waiting = sum(1 for name in os.listdir(self._wal) if name.endswith(".wal")) > 1
+        except OSError:
+            return False
+        if not waiting:
+            return False
+        log.debug("reopening %s so that it flushes its memtables", self.settings.describe())
+        try:
+            self._loop.run(self._client.close())
+            self._client = self._loop.run(_open(self.settings))
+        except SurrealError as error:
+            raise translate(error, self.settings) from error
+        return True
 
     def query(self, sql: str, params: dict[str, Any] | None = None) -> list[Any]:
         """Run SurrealQL text; the result of each statement, in order. Errors become ours."""
@@ -162,38 +190,45 @@ class Database:
 
     def query_many(
         self,
-        calls: list[tuple[str, dict[str, Any]]],
+        calls: Sequence[tuple[str, dict[str, Any]]],
         *,
         concurrency: int = 2,
         progress: Callable[[int], None] | None = None,
     ) -> list[list[Any]]:
         """Run several queries with up to `concurrency` in flight; their results in the order given.
 
-        `progress` is called with the number of queries finished so far, as each one finishes. The
-        first failure is raised (as ours) once every started query has finished.
+        `concurrency` workers take the calls in order, so memory does not grow with their number
+        (one coroutine per call held ~4 KB each). `progress` is called with the number of queries
+        finished so far, as each one finishes. After a failure no further query starts; the first
+        failure is raised (as ours) once the queries in flight have finished.
         """
         done = 0
+        results: list[Any] = [None] * len(calls)
+        failures: list[BaseException] = []
+        pending = iter(enumerate(calls))
 
-        async def run_all() -> list[list[Any]]:
-            gate = asyncio.Semaphore(max(1, concurrency))
-
-            async def one(sql: str, params: dict[str, Any]) -> list[Any]:
-                nonlocal done
-                async with gate:
-                    result = await self._client.query(sql, params).execute()
+        async def worker() -> None:
+            nonlocal done
+            for index, (sql, params) in pending:
+                if failures:
+                    return
+                try:
+                    results[index] = await self._client.query(sql, params).execute()
+                except BaseException as error:  # noqa: BLE001 - raised below, after the others stop
+                    failures.append(error)
+                    return
                 done += 1
                 if progress:
                     progress(done)
-                return result
 
-            return await asyncio.gather(*(one(sql, params) for sql, params in calls), return_exceptions=True)
+        async def run_all() -> None:
+            await asyncio.gather(*(worker() for _ in range(max(1, concurrency))))
 
-        results = self._loop.run(run_all())
-        for result in results:
-            if isinstance(result, SurrealError):
-                raise translate(result, self.settings) from result
-            if isinstance(result, BaseException):
-                raise result
+        self._loop.run(run_all())
+        if failures:
+            if isinstance(failures[0], SurrealError):
+                raise translate(failures[0], self.settings) from failures[0]
+            raise failures[0]
         return results
 
     def atomic(self, sql: str, params: dict[str, Any] | None = None) -> list[Any]:
@@ -246,6 +281,14 @@ class Database:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _wal_folder(url: str) -> str | None:
+    """The write-ahead log folder of an embedded surrealkv store (None for any other engine)."""
+    scheme, _, rest = url.partition("://")
+    if scheme not in {"surrealkv", "surrealkv+versioned", "file"} or not rest:
+        return None
+    return os.path.join(rest.split("?", 1)[0], "wal")
 
 
 async def _sign_in(client: Any, settings: Settings) -> None:
@@ -305,7 +348,10 @@ async def _open_with_retries(settings: Settings) -> Any:
 
 
 def connect(settings: Settings) -> Database:
-    """Open the database that `settings` names, sign in if a user is given, and select ns/db."""
+    """Open the database that `settings` names, sign in if a user is given, and select ns/db.
+
+    An embedded store is first put right if a killed load left a move unfinished in it (undone).
+    """
     log.debug("connecting to %s", settings.describe())
     loop = _LoopThread()
     try:
@@ -319,7 +365,17 @@ def connect(settings: Settings) -> Database:
     except BaseException:
         loop.stop()
         raise
-    return Database(client, settings, loop)
+    db = Database(client, settings, loop)
+    if settings.is_embedded and not settings.access:
+        # one process holds an embedded store: a load left unfinished there was killed; undo it now
+        from .ingest import recover_loads
+
+        try:
+            recover_loads(db)
+        except BaseException:
+            db.close()
+            raise
+    return db
 
 
 @contextmanager

@@ -4,7 +4,7 @@
     ├── ConfigError                  a setting or argument is invalid (bad k, identifier, dimension)
     ├── ConnectionFailed             the database cannot be reached or opened          (exit 3)
     │   ├── AuthenticationFailed     the server refused the credentials
-    │   └── StoreBusy                another process holds the embedded store's lock
+    │   └── StoreBusy                another process holds the embedded store, or is loading into it
     ├── InputError                   a file, row or value given to the harness is invalid (exit 2)
     ├── Rejected                     the database refused a write (a constraint or reference)
     ├── NotFound                     a question, article or run that does not exist
@@ -64,7 +64,7 @@ class AuthenticationFailed(ConnectionFailed):
 
 
 class StoreBusy(ConnectionFailed):
-    """Another process has the persistent embedded store open."""
+    """Another process has the persistent embedded store open, or is loading into the database."""
 
 
 class InputError(SurrealEvalError):

@@ -26,6 +26,8 @@ CONCURRENCY = max(1, min(os.cpu_count() or 2, 8))
 STALE_EMBEDDED, STALE_SERVER = "0s", "1d"
 #: Questions per evaluation statement: small enough to spread over the cores, large enough to amortise.
 BATCH = 4
+#: Statements between two chances for an embedded store to flush (Database.relieve).
+GROUP = 256
 
 _RUN_QUERY = "SELECT * FROM ONLY $run WHERE finished_at != NONE"
 _SCORES_QUERY = f"""
@@ -81,13 +83,17 @@ def evaluate(
         {"ks": ks, "names": names, "given": given, "label": label},
     )
     run, questions = started["run"], started["questions"]
-    batches = [questions[i : i + BATCH] for i in range(0, len(questions), BATCH)]
+    calls = [("RETURN fn::evaluate_questions($run, $ids)", {"run": run, "ids": questions[i : i + BATCH]})
+             for i in range(0, len(questions), BATCH)]
     try:
-        db.query_many(
-            [("RETURN fn::evaluate_questions($run, $ids)", {"run": run, "ids": batch}) for batch in batches],
-            concurrency=concurrency or CONCURRENCY,
-            progress=(lambda n: progress(min(n * BATCH, len(questions)), len(questions))) if progress else None,
-        )
+        for start in range(0, len(calls), GROUP):  # an embedded store may flush between groups
+            db.query_many(
+                calls[start : start + GROUP],
+                concurrency=concurrency or CONCURRENCY,
+                progress=(lambda n, s=start: progress(min((s + n) * BATCH, len(questions)), len(questions)))
+                if progress else None,
+            )
+            db.relieve()
         db.value("RETURN fn::finish_run($run)", {"run": run})
     except BaseException:
         try:  # leave nothing of a failed run behind (a killed process leaves it unfinished: invisible)

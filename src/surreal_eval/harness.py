@@ -32,7 +32,8 @@ __all__ = [
 
 #: The files that make up the harness, in the order they are applied. corpus and corpus_indexes
 #: are templates of one corpus table, applied here for `article` (and by define_corpus for others).
-HARNESS_SCRIPTS = ("schema", "corpus", "corpus_indexes", "retrievers", "metrics", "history", "evaluate", "queries", "access")
+HARNESS_SCRIPTS = ("schema", "corpus", "corpus_indexes", "ingest", "retrievers", "metrics", "history", "evaluate",
+                   "queries", "access")
 CORPUS_SCRIPTS = ("corpus", "corpus_indexes")
 DOCUMENTS = "article"
 SEED_SCRIPT = "seed"

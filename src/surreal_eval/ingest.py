@@ -2,7 +2,8 @@
 
 How a load runs (the engine facts behind each step are in SURREALDB.md, "Loading"):
 
-1. Staging tables left behind by a load that was killed (`_ingest_*`) are removed.
+1. What a killed load left unfinished is put right (`recover_loads`): an unfinished move is undone,
+   and its staging tables (`_ingest_*`) are removed.
 2. Rows are checked one at a time (embedding dimension, labels, grades) and written in batches of
    `batch_size`, one `INSERT ... RETURN NONE` per batch, into a schemaless staging table
    `_ingest_<table>`. Embeddings the rows lack are computed by `embedder`, one call per batch.
@@ -10,27 +11,33 @@ How a load runs (the engine facts behind each step are in SURREALDB.md, "Loading
 3. Problems that need every row are collected and refused together, in one message: duplicate
    ids, labels naming documents that do not exist, questions with no labels, rows with no
    embedding and no embedder to compute one.
-4. One transaction moves the staged rows into place: (re)define the corpus table, remove its BM25
-   and HNSW indexes, write every staged row by id (replacing a record that exists) and remove
-   the staging table; questions are upserted into `question` in the same transaction.
-5. The indexes are defined again, each built in one pass over the whole table (maintaining a
-   FULLTEXT index row by row is ~10x slower and memory-hungry, and the embedded engine never
-   builds an HNSW graph in the background). This is a second transaction: an index defined in the
-   transaction that inserted the rows is built from the rows committed before it, and comes out
-   empty.
+4. The staged rows move into place: (re)define the corpus table, remove its HNSW index, write
+   every staged row by id (replacing a record that exists, so labels pointing at it stay valid;
+   the BM25 index is kept up to date as rows are written), remove the staging table. Up to
+   MOVE_PART rows this is one transaction. A larger move commits MOVE_PART rows per transaction,
+   saving what each write replaces in an undo table, under a journal row (surql/ingest.surql)
+   that makes the move all-or-nothing all the same: a failure, or the next load or open of the
+   store after a killed one, undoes it (`recover_loads`). Between parts an embedded store may be
+   reopened to flush (`Database.relieve`): its engine never flushes on its own.
+5. The HNSW index is defined again and built in one pass over the whole table (the embedded engine
+   never builds an HNSW graph in the background), in the transaction that closes the journal.
+   This cannot be the transaction that wrote the rows: an index defined in the transaction that
+   inserted the rows is built from the rows committed before it, and comes out empty.
 
-Any failure before the index build removes the staging tables and, the move being one
-transaction, leaves the database exactly as it was. (Should the index build itself fail, the rows
-stay loaded and the error says how to build the indexes.) Nothing here prints: progress goes to a callback,
+Any failure before the index build undoes the move and removes the staging tables: the database is
+exactly as it was. (Should the index build itself fail, the rows stay loaded, and the next load or
+open of the store builds the index.) Nothing here prints: progress goes to a callback,
 `progress(step, done, total)`, called as each batch or step completes (`total` None if unknown).
 """
 
 from __future__ import annotations
 
+import logging
 import math
 import re
 import time
 from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -39,13 +46,12 @@ from pydantic import BaseModel
 
 from .connection import Database, record_str, to_record
 from .embedders import Embedder
-from .errors import ConfigError, EmbeddingFailed, InputError, QueryFailed, SurrealEvalError
+from .errors import ConfigError, EmbeddingFailed, InputError, QueryFailed, StoreBusy, SurrealEvalError
 from .harness import (
     DOCUMENTS,
     HARNESS_SCRIPTS,
     HarnessConfig,
     corpus_tables,
-    define_corpus_indexes,
     harness_config,
     identifier,
     import_harness,
@@ -53,6 +59,8 @@ from .harness import (
     surql_dir,
 )
 from .models import Article, Question
+
+log = logging.getLogger(__name__)
 
 __all__ = [
     "DEFAULT_BATCH_SIZE",
@@ -64,6 +72,7 @@ __all__ = [
     "load_corpus",
     "load_dataset",
     "load_golden",
+    "recover_loads",
     "staging_tables",
 ]
 
@@ -71,6 +80,17 @@ __all__ = [
 DEFAULT_BATCH_SIZE = 250
 #: Staging tables are named this prefix + the target table.
 STAGING_PREFIX = "_ingest_"
+#: A move saves what it replaces in a table named this prefix + the target table.
+UNDO_PREFIX = "_undo_"
+#: Rows a move writes per transaction; a move of at most this many rows is one transaction. A part
+#: writes ~40 KB a 384-d document (row, undo, BM25 postings): far less than a memtable, so the
+#: store can flush between parts (Database.relieve). 1,000 and 5,000 load equally fast.
+MOVE_PART = 1000
+#: On a server, a load whose move committed nothing for this long (seconds) is taken as dead and
+#: undone by the next load; a busier one makes the next load wait.
+STALE_LOAD = 15 * 60
+#: The table recording unfinished moves (surql/ingest.surql).
+JOURNAL = "ingest_journal"
 QUESTIONS = "question"
 #: How many ids a refusal lists per kind of problem before "(and N more)".
 SHOWN = 5
@@ -106,7 +126,7 @@ class LoadReport(BaseModel):
 
 
 class DatasetReport(BaseModel):
-    """A corpus and its golden set loaded together, in one transaction."""
+    """A corpus and its golden set loaded together, all or nothing."""
 
     corpus: LoadReport
     golden: LoadReport
@@ -209,6 +229,7 @@ class _Load:
             staged = [{"id": r["id"], "row": {k: v for k, v in r.items() if k != "id"}} for r in rows]
             self.db.query(_sql("INSERT INTO {{staging}} $rows RETURN NONE", staging=staging), {"rows": staged})
             self.batches += 1
+            self.db.relieve()
 
     def ensure_harness(self) -> None:
         """Import the harness with the dimension of this load's embeddings, if it is missing."""
@@ -232,8 +253,8 @@ def _template(name: str, table: str, dimension: int) -> str:
 
 
 def staging_tables(db: Database) -> list[str]:
-    """The staging tables in the database (left by a load that was killed, when none is running)."""
-    return sorted(t for t in db.value("INFO FOR DB")["tables"] if t.startswith(STAGING_PREFIX))
+    """The staging and undo tables in the database (left by a load that was killed, when none is running)."""
+    return sorted(t for t in db.value("INFO FOR DB")["tables"] if t.startswith((STAGING_PREFIX, UNDO_PREFIX)))
 
 
 def _remove_staging(db: Database) -> None:
@@ -303,48 +324,170 @@ def _stage_documents(load: _Load, documents: Iterable[Article], staging: str, pr
     return seen, embedded
 
 
-def _move_rows(staging: str, target: str) -> str:
-    """Statements moving every staged row into `target`, replacing a record that exists (its id is
-    kept, so the labels pointing at it stay valid), then removing the staging table.
+@dataclass(frozen=True)
+class _Move:
+    """Staged rows to move into `target`; a corpus table loses its search indexes while they move."""
 
-    A FOR loop of single-record writes, not one INSERT of every row: in one transaction the engine
-    takes time superlinear in the rows for a many-row INSERT or UPSERT (7,300 CISI-sized rows: 40 s)
-    and linear for this loop (5 s).
+    staging: str
+    target: str
+    corpus: bool
+
+    @property
+    def undo(self) -> str:
+        return UNDO_PREFIX + self.target
+
+
+def _begin(move: _Move, position: int, existed: bool, dimension: int, tables: dict[str, Any]) -> str:
+    """Statements opening a move: its journal row and undo table, and for a corpus table its
+    (re)definition with its BM25 index (kept up to date by the move, a part at a time: built over
+    the whole table in one statement, it writes ~18 KB a document, and past ~100,000 documents that
+    is more than the embedded store takes between two flushes) and without its HNSW index (built
+    again after the move, in one pass: the embedded engine never builds a graph row by row)."""
+    opening = _sql("DEFINE TABLE OVERWRITE {{undo}} SCHEMALESS PERMISSIONS NONE;\n"
+                   "UPSERT type::record('ingest_journal', '{{target}}') CONTENT {undo: '{{undo}}', "
+                   f"existed: {'true' if existed else 'false'}, corpus: {'true' if move.corpus else 'false'}, "
+                   f"position: {int(position)}, state: 'moving', started: time::now(), updated: time::now()}} RETURN NONE;",
+                   undo=move.undo, target=move.target)
+    if not move.corpus:
+        return opening
+    indexes = tables.get(move.target, {}).get("indexes", {})
+    statements = [opening, _template("corpus", move.target, dimension),
+                  _sql("REMOVE INDEX IF EXISTS {{vectors}} ON {{corpus}};", corpus=move.target,
+                       vectors=f"{move.target}_embedding")]
+    if f"{move.target}_content" not in indexes:
+        statements.append(_index_statements(move.target, dimension)[f"{move.target}_content"])
+    return "\n".join(statements)
+
+
+def _finish(move: _Move) -> str:
+    """Statements closing a move whose rows are all in place: a corpus table goes on to 'indexing'.
+    (Its staging and undo tables are removed after: a REMOVE TABLE in a transaction that has read
+    the table through `type::record` does not stick.)"""
+    if move.corpus:
+        return _sql("UPDATE type::record('ingest_journal', '{{target}}') SET state = 'indexing' RETURN NONE;",
+                    target=move.target)
+    return _sql("DELETE type::record('ingest_journal', '{{target}}');", target=move.target)
+
+
+def _index_statements(table: str, dimension: int) -> dict[str, str]:
+    """The statements of surql/corpus_indexes.surql for `table`, by index name."""
+    text = "\n".join(line for line in _template("corpus_indexes", table, dimension).splitlines()
+                     if not line.lstrip().startswith("--"))
+    statements = [s.strip() + ";" for s in re.split(r";\s*(?:\n|$)", text) if s.strip()]
+    return {re.search(r"DEFINE INDEX OVERWRITE (\w+) ON", s).group(1): s for s in statements}
+
+
+def _index(db: Database, table: str, dimension: int) -> None:
+    """Build `table`'s HNSW index over its committed rows in one pass, and close the table's journal
+    in the same transaction. (It writes ~6 KB a 384-d document: the store may flush first.)"""
+    db.relieve()
+    db.atomic("\n".join([_index_statements(table, dimension)[f"{table}_embedding"],
+                         _sql("DELETE type::record('ingest_journal', '{{target}}');", target=table)]))
+
+
+def _move_all(load: _Load, moves: list[_Move]) -> None:
+    """Move the staged rows of `moves` into place (replacing records that exist, keeping their ids, so
+    labels pointing at them stay valid), then build the corpus tables' HNSW indexes.
+
+    At most MOVE_PART rows: one transaction. More: one transaction opens the moves (journal, undo
+    tables), one per MOVE_PART rows moves them, one closes them; a failure, or the next load or open
+    of the store after a killed one, undoes what was moved (`recover_loads`). A move writes one
+    record at a time, never one INSERT of every row: in one transaction the engine takes time
+    superlinear in the rows for a many-row INSERT or UPSERT (7,300 CISI-sized rows: 40 s).
     """
-    return _sql(
-        # LET first: `FOR $r IN (SELECT ...)` over a one-row result fails ("Cannot execute statement")
-        "LET $rows = SELECT record::id(id) AS key, row FROM {{staging}};\n"
-        "FOR $r IN $rows {\n"
-        "    LET $id = type::record('{{target}}', $r.key);\n"
-        "    IF record::exists($id) { UPDATE $id CONTENT $r.row RETURN NONE; }\n"
-        "    ELSE { CREATE $id CONTENT $r.row RETURN NONE; };\n"
-        "};\n"
-        "REMOVE TABLE {{staging}};",
-        staging=staging, target=target,
-    )
-
-
-def _move_documents(table: str, staging: str, dimension: int) -> str:
-    """(Re)define corpus table `table`, remove its search indexes, move the staged documents in."""
-    drop = _sql("REMOVE INDEX IF EXISTS {{content}} ON {{corpus}};\nREMOVE INDEX IF EXISTS {{vectors}} ON {{corpus}};",
-                corpus=table, content=f"{table}_content", vectors=f"{table}_embedding")
-    return "\n".join([_template("corpus", table, dimension), drop, _move_rows(staging, table)])
+    db = load.db
+    keys = [db.value("SELECT VALUE record::id(id) FROM type::table($t)", {"t": m.staging}) for m in moves]
+    tables = db.value("INFO FOR DB")["tables"]
+    described = {m.target: db.value(_sql("INFO FOR TABLE {{t}}", t=m.target)) for m in moves if m.target in tables}
+    dimension = load.dimension or 0
+    begin = "\n".join(_begin(m, i, m.target in tables, dimension, described) for i, m in enumerate(moves))
+    finish = "\n".join(_finish(m) for m in moves)
+    total, done = sum(len(k) for k in keys), 0
+    step = f"moving into {' and '.join(m.target for m in moves)}"
+    load.step(step, 0, total)
+    if total <= MOVE_PART:
+        # LET, not RETURN: a RETURN inside a transaction ends it, and the statements after it never run
+        calls = [f"LET $moved{i} = fn::move_staged($s{i}, $t{i}, $u{i}, $k{i});" for i in range(len(moves))]
+        params: dict[str, Any] = {}
+        for i, (m, k) in enumerate(zip(moves, keys)):
+            params.update({f"s{i}": m.staging, f"t{i}": m.target, f"u{i}": m.undo, f"k{i}": k})
+        db.atomic("\n".join([begin, *calls, finish]), params)
+        load.step(step, total, total)
+    else:
+        db.atomic(begin)
+        for move, move_keys in zip(moves, keys):
+            for part in _chunks(move_keys, MOVE_PART):
+                db.value("RETURN fn::move_staged($staging, $target, $undo, $keys)",
+                         {"staging": move.staging, "target": move.target, "undo": move.undo, "keys": part})
+                done += len(part)
+                load.step(step, done, total)
+                db.relieve()
+        db.atomic(finish)
+    _remove_staging(db)
+    for move in moves:
+        if move.corpus:
+            _build_indexes(load, move.target)
 
 
 def _build_indexes(load: _Load, table: str) -> None:
-    """Define `table`'s BM25 and HNSW indexes over its committed rows, each built in one pass.
+    """Define `table`'s HNSW index over its committed rows, built in one pass (its BM25 index was
+    kept up to date by the move).
 
     This cannot share the move's transaction: an index defined in the transaction that inserted
     the rows is built from the rows committed before it, and comes out empty.
     """
     load.step("building indexes", 0, 1)
     try:
-        define_corpus_indexes(load.db, table)
+        _index(load.db, table, load.dimension or 0)
     except SurrealEvalError as error:
-        again = "`surreal-eval init`" if table == DOCUMENTS else f"define_corpus_indexes(db, {table!r})"
-        raise QueryFailed(f"the rows of {table} were loaded but its indexes could not be built ({error}): "
-                          f"run {again} to build them") from error
+        raise QueryFailed(f"the rows of {table} were loaded but its HNSW index could not be built ({error}): "
+                          "the next load, or the next open of this store, builds it") from error
     load.step("building indexes", 1, 1)
+
+
+def _journals(db: Database) -> list[dict[str, Any]]:
+    """The unfinished moves, last first, with how long since each made progress (seconds)."""
+    if JOURNAL not in db.value("INFO FOR DB")["tables"]:
+        return []
+    return db.value(f"SELECT record::id(id) AS target, undo, existed, corpus, state, position, updated, "
+                    f"duration::secs(time::now() - updated) AS idle FROM {JOURNAL} ORDER BY position DESC")
+
+
+def recover_loads(db: Database, *, stale_after: float | None = None) -> list[str]:
+    """Finish or undo the moves a killed or failed load left unfinished; the tables put right.
+
+    A move still 'moving' is undone a part at a time (each part one transaction, so a recovery that
+    is itself killed goes on where it stopped); a move 'indexing' gets its indexes built. With
+    `stale_after` (seconds), only moves idle that long are touched: on a server another load may be
+    running. The staging and undo tables are then removed, no move being left unfinished.
+    """
+    journals = _journals(db)
+    live = [j for j in journals if stale_after is not None and j["idle"] < stale_after]
+    if live:
+        raise StoreBusy(f"a load into {live[0]['target']} is in progress (it last moved rows "
+                        f"{live[0]['idle']} s ago): wait for it to finish")
+    config = harness_config(db) if journals else None
+    put_right = []
+    for journal in journals:
+        target = journal["target"]
+        if journal["state"] == "indexing":
+            _index(db, target, config.dimension)
+        elif not journal["existed"]:
+            db.atomic(_sql("REMOVE TABLE IF EXISTS {{target}};\nDELETE type::record('corpus_table', '{{target}}');\n"
+                           "DELETE type::record('ingest_journal', '{{target}}');", target=target))
+        else:
+            while db.value("RETURN fn::undo_moved($target, $undo, $limit)",
+                           {"target": target, "undo": journal["undo"], "limit": MOVE_PART}):
+                db.relieve()
+            if journal["corpus"]:  # the rows are as they were: the indexes next, as after a load
+                db.query(_sql("UPDATE type::record('ingest_journal', '{{target}}') SET state = 'indexing' "
+                              "RETURN NONE", target=target))
+                _index(db, target, config.dimension)
+            else:
+                db.query(_sql("DELETE type::record('ingest_journal', '{{target}}')", target=target))
+        put_right.append(target)
+    _remove_staging(db)
+    return put_right
 
 
 # ------------------------------------------------------------------------------------ questions
@@ -433,10 +576,6 @@ def _stage_questions(
     return counts["questions"], counts["labels"], counts["embedded"]
 
 
-def _move_questions(staging: str) -> str:
-    return _move_rows(staging, QUESTIONS)
-
-
 # --------------------------------------------------------------------------------- public API
 
 
@@ -453,7 +592,7 @@ def _corpus_table(table: str) -> str:
     identifier(table, what="corpus table")
     if len(STAGING_PREFIX + table) > 63:
         raise ConfigError(f"corpus table name {table!r} is too long: at most {63 - len(STAGING_PREFIX)} characters")
-    if table in _harness_tables() or table.startswith(STAGING_PREFIX):
+    if table in _harness_tables() or table.startswith((STAGING_PREFIX, UNDO_PREFIX)):
         raise ConfigError(f"{table!r} cannot be a corpus table: the harness uses that name")
     return table
 
@@ -466,15 +605,16 @@ def _not_another_table(db: Database, table: str) -> None:
 
 
 def _run(load: _Load, body: Callable[[], Any]) -> Any:
-    """Run a load; on any failure remove its staging tables (the database is then as it was)."""
-    _remove_staging(load.db)
+    """Run a load after putting right what an earlier one left unfinished; on any failure undo what
+    it moved and remove its staging tables (the database is then as it was)."""
+    recover_loads(load.db, stale_after=None if load.db.settings.is_embedded else STALE_LOAD)
     try:
         return body()
     except BaseException:
         try:
-            _remove_staging(load.db)
+            recover_loads(load.db)
         except Exception:  # the original error matters more than a failed clean-up
-            pass
+            log.debug("could not undo the failed load", exc_info=True)
         raise
 
 
@@ -523,10 +663,7 @@ def load_corpus(
             _remove_staging(db)
             return report.model_copy(update={"seconds": load.seconds()})
         load.ensure_harness()
-        load.step(f"moving into {table}", 0, 1)
-        db.atomic(_move_documents(table, staging, load.dimension or 0))
-        load.step(f"moving into {table}", 1, 1)
-        _build_indexes(load, table)
+        _move_all(load, [_Move(staging, table, corpus=True)])
         return report.model_copy(update={"seconds": load.seconds(), "harness_imported": load.harness_imported,
                                          **_mark_ingest(db, table, len(staged), source)})
 
@@ -561,9 +698,7 @@ def load_golden(
                             embedded=embedded, labels=labels, batches=load.batches)
         if count:
             load.ensure_harness()
-            load.step("moving questions", 0, 1)
-            db.atomic(_move_questions(staging))
-            load.step("moving questions", 1, 1)
+            _move_all(load, [_Move(staging, QUESTIONS, corpus=False)])
         else:
             _remove_staging(db)
         return report.model_copy(update={"seconds": load.seconds(), "harness_imported": load.harness_imported})
@@ -582,7 +717,7 @@ def load_dataset(
     create_harness: bool = False,
     source: str | None = None,
 ) -> DatasetReport:
-    """Load documents into `article` and the golden set that labels them, in one transaction.
+    """Load documents into `article` and the golden set that labels them, all or nothing.
 
     Labels may name documents of this load or articles already stored. The documents' problems
     are refused first (one message), then the golden set's (one message).
@@ -598,18 +733,10 @@ def load_dataset(
         count, labels, q_embedded = _stage_questions(load, questions, question_staging, question_problems, staged)
         question_problems.check()
         load.ensure_harness()
-        statements = []
-        if staged:
-            statements.append(_move_documents(DOCUMENTS, doc_staging, load.dimension or 0))
-        if count:
-            statements.append(_move_questions(question_staging))
-        load.step("moving into article and question", 0, 1)
-        if statements:
-            db.atomic("\n".join(statements))
+        moves = [_Move(doc_staging, DOCUMENTS, corpus=True)] if staged else []
+        moves += [_Move(question_staging, QUESTIONS, corpus=False)] if count else []
+        _move_all(load, moves)
         _remove_staging(db)
-        load.step("moving into article and question", 1, 1)
-        if staged:
-            _build_indexes(load, DOCUMENTS)
         seconds = load.seconds()
         return DatasetReport(
             corpus=LoadReport(table=DOCUMENTS, loaded=len(staged), embedded=doc_embedded, batches=doc_batches,
@@ -634,7 +761,7 @@ def load_beir(
     create_harness: bool = False,
 ) -> DatasetReport:
     """Load a BEIR folder (corpus.jsonl, queries.jsonl, qrels/<split>.tsv, embeddings/ if present)
-    into `article` and `question` in one transaction; queries with no judgment are skipped and counted."""
+    into `article` and `question` all or nothing; queries with no judgment are skipped and counted."""
     from .loaders import read_beir
 
     documents, questions = read_beir(Path(folder), split=split)
