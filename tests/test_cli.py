@@ -62,6 +62,16 @@ def test_init_evaluate_history_on_the_persistent_store(tmp_path):
     assert "first" in run("history", "--metric", "recall@3", store=store)
 
 
+def test_evaluate_split_scores_only_that_split_and_refuses_another_name(tmp_path):
+    store = tmp_path / "store"
+    run("init", "--demo", store=store)
+    run("split", "--dev", "0.5", store=store)
+    sizes = json.loads(run("evaluate", "--k", "1", "--retriever", "bm25", "--split", "dev", "--json", store=store))
+    assert 0 < sizes["questions"] < 8 and sizes["params"]["split"] == "dev"
+    refused = runner.invoke(app, ["--url", f"surrealkv://{store}", "evaluate", "--split", "train"])
+    assert refused.exit_code != 0 and "split must be 'dev' or 'test'" in refused.output
+
+
 def test_history_survives_a_restart_of_the_cli_on_the_default_store(tmp_path):
     env = {**os.environ, "PYTHONWARNINGS": "ignore"}
     env.pop("SURREAL_EVAL_URL", None)

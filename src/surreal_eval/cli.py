@@ -326,11 +326,13 @@ def evaluate(
     weights: Annotated[Optional[str], typer.Option(help="Linear fusion weights BM25,vector (hybrid_linear), e.g. 0.3,0.7.")] = None,
     norm: Annotated[Optional[str], typer.Option(help="Linear fusion score normalisation: minmax or zscore.")] = None,
     per_question: Annotated[bool, typer.Option("--per-question", help="Include every question's result.")] = False,
+    split: Annotated[Optional[str], typer.Option(help="Evaluate only the questions of this split: dev or test.")] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Evaluate the golden set, record the run in history and print its means."""
     ks = _run(lambda: parse_ks(k))
     params = {"corpus": _table(corpus, "--corpus table"), "floor": floor, "rrf_k": rrf_k, "depth": depth, "norm": norm,
+              "split": split,
               "weights": _run(lambda: parse_weights(weights)) if weights else None}
     bar = _Progress()  # the same display as loads: stderr, on a terminal, after the first second
     try:
