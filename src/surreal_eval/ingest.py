@@ -361,8 +361,8 @@ def _begin(move: _Move, position: int, existed: bool, dimension: int, tables: di
 
 def _finish(move: _Move) -> str:
     """Statements closing a move whose rows are all in place: a corpus table goes on to 'indexing'.
-    (Its staging and undo tables are removed after: a REMOVE TABLE in a transaction that has read
-    the table through `type::record` does not stick.)"""
+    (Its staging and undo tables are removed after, each in a statement of its own: removing every
+    row of a large table is a large write, and leftovers are removed by the next load or open.)"""
     if move.corpus:
         return _sql("UPDATE type::record('ingest_journal', '{{target}}') SET state = 'indexing' RETURN NONE;",
                     target=move.target)
@@ -457,7 +457,7 @@ def recover_loads(db: Database, *, stale_after: float | None = None) -> list[str
     """Finish or undo the moves a killed or failed load left unfinished; the tables put right.
 
     A move still 'moving' is undone a part at a time (each part one transaction, so a recovery that
-    is itself killed goes on where it stopped); a move 'indexing' gets its indexes built. With
+    is itself killed goes on where it stopped); a move 'indexing' gets its HNSW index built. With
     `stale_after` (seconds), only moves idle that long are touched: on a server another load may be
     running. The staging and undo tables are then removed, no move being left unfinished.
     """
