@@ -326,7 +326,7 @@ def _stage_documents(load: _Load, documents: Iterable[Article], staging: str, pr
 
 @dataclass(frozen=True)
 class _Move:
-    """Staged rows to move into `target`; a corpus table loses its search indexes while they move."""
+    """Staged rows to move into `target`; a corpus table loses its HNSW index while they move."""
 
     staging: str
     target: str
@@ -379,7 +379,7 @@ def _index_statements(table: str, dimension: int) -> dict[str, str]:
 
 def _index(db: Database, table: str, dimension: int) -> None:
     """Build `table`'s HNSW index over its committed rows in one pass, and close the table's journal
-    in the same transaction. (It writes ~6 KB a 384-d document: the store may flush first.)"""
+    in the same transaction. (It writes 6 to 11 KB a 384-d document: the store may flush first.)"""
     db.relieve()
     db.atomic("\n".join([_index_statements(table, dimension)[f"{table}_embedding"],
                          _sql("DELETE type::record('ingest_journal', '{{target}}');", target=table)]))
