@@ -257,8 +257,10 @@ def staging_tables(db: Database) -> list[str]:
     return sorted(t for t in db.value("INFO FOR DB")["tables"] if t.startswith((STAGING_PREFIX, UNDO_PREFIX)))
 
 
-def _remove_staging(db: Database) -> None:
-    for table in staging_tables(db):
+def _remove_staging(db: Database, tables: Iterable[str] | None = None) -> None:
+    """Remove the staging and undo tables (of `tables`, the database's tables if already read)."""
+    names = staging_tables(db) if tables is None else [t for t in tables if t.startswith((STAGING_PREFIX, UNDO_PREFIX))]
+    for table in names:
         db.query(_sql("REMOVE TABLE IF EXISTS {{staging}}", staging=table))
 
 
@@ -337,12 +339,14 @@ class _Move:
         return UNDO_PREFIX + self.target
 
 
-def _begin(move: _Move, position: int, existed: bool, dimension: int, tables: dict[str, Any]) -> str:
+def _begin(move: _Move, position: int, dimension: int, described: dict[str, Any]) -> str:
     """Statements opening a move: its journal row and undo table, and for a corpus table its
     (re)definition with its BM25 index (kept up to date by the move, a part at a time: built over
     the whole table in one statement, it writes ~18 KB a document, and past ~100,000 documents that
     is more than the embedded store takes between two flushes) and without its HNSW index (built
-    again after the move, in one pass: the embedded engine never builds a graph row by row)."""
+    again after the move, in one pass: the embedded engine never builds a graph row by row).
+    `described` holds INFO FOR TABLE of each target table that exists."""
+    existed = move.target in described
     opening = _sql("DEFINE TABLE OVERWRITE {{undo}} SCHEMALESS PERMISSIONS NONE;\n"
                    "UPSERT type::record('ingest_journal', '{{target}}') CONTENT {undo: '{{undo}}', "
                    f"existed: {'true' if existed else 'false'}, corpus: {'true' if move.corpus else 'false'}, "
@@ -350,7 +354,7 @@ def _begin(move: _Move, position: int, existed: bool, dimension: int, tables: di
                    undo=move.undo, target=move.target)
     if not move.corpus:
         return opening
-    indexes = tables.get(move.target, {}).get("indexes", {})
+    indexes = described.get(move.target, {}).get("indexes", {})
     statements = [opening, _template("corpus", move.target, dimension),
                   _sql("REMOVE INDEX IF EXISTS {{vectors}} ON {{corpus}};", corpus=move.target,
                        vectors=f"{move.target}_embedding")]
@@ -400,7 +404,7 @@ def _move_all(load: _Load, moves: list[_Move]) -> None:
     tables = db.value("INFO FOR DB")["tables"]
     described = {m.target: db.value(_sql("INFO FOR TABLE {{t}}", t=m.target)) for m in moves if m.target in tables}
     dimension = load.dimension or 0
-    begin = "\n".join(_begin(m, i, m.target in tables, dimension, described) for i, m in enumerate(moves))
+    begin = "\n".join(_begin(m, i, dimension, described) for i, m in enumerate(moves))
     finish = "\n".join(_finish(m) for m in moves)
     total, done = sum(len(k) for k in keys), 0
     step = f"moving into {' and '.join(m.target for m in moves)}"
@@ -445,9 +449,9 @@ def _build_indexes(load: _Load, table: str) -> None:
     load.step("building indexes", 1, 1)
 
 
-def _journals(db: Database) -> list[dict[str, Any]]:
+def _journals(db: Database, tables: Iterable[str]) -> list[dict[str, Any]]:
     """The unfinished moves, last first, with how long since each made progress (seconds)."""
-    if JOURNAL not in db.value("INFO FOR DB")["tables"]:
+    if JOURNAL not in tables:
         return []
     return db.value(f"SELECT record::id(id) AS target, undo, existed, corpus, state, position, updated, "
                     f"duration::secs(time::now() - updated) AS idle FROM {JOURNAL} ORDER BY position DESC")
@@ -461,7 +465,8 @@ def recover_loads(db: Database, *, stale_after: float | None = None) -> list[str
     `stale_after` (seconds), only moves idle that long are touched: on a server another load may be
     running. The staging and undo tables are then removed, no move being left unfinished.
     """
-    journals = _journals(db)
+    tables = list(db.value("INFO FOR DB")["tables"])  # recovery adds no table: read once
+    journals = _journals(db, tables)
     live = [j for j in journals if stale_after is not None and j["idle"] < stale_after]
     if live:
         raise StoreBusy(f"a load into {live[0]['target']} is in progress (it last moved rows "
@@ -486,7 +491,7 @@ def recover_loads(db: Database, *, stale_after: float | None = None) -> list[str
             else:
                 db.query(_sql("DELETE type::record('ingest_journal', '{{target}}')", target=target))
         put_right.append(target)
-    _remove_staging(db)
+    _remove_staging(db, tables)
     return put_right
 
 
