@@ -50,9 +50,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from synthetic import generate
 
 from surreal_eval import METRICS, Database, Settings, connect, evaluate
-from surreal_eval import evaluation as _evaluation
-from surreal_eval.connection import record_str, to_record
-from surreal_eval.ingest import load_beir, load_dataset
+from surreal_eval.runs import evaluate as _evaluation
+from surreal_eval.store.connection import record_str, to_record
+from surreal_eval.load.ingest import load_beir, load_dataset
 
 CISI = Path(__file__).resolve().parents[2] / "shared" / "datasets" / "cisi"
 BENCH_SURQL = Path(__file__).resolve().parent / "bench.surql"
@@ -166,7 +166,7 @@ def timed(fn: Callable[[], Any]) -> tuple[float, Any]:
 def detect_concurrency() -> tuple[int, str]:
     """The concurrency surreal_eval.evaluate runs with, and where it was found.
 
-    A module-level `CONCURRENCY` of surreal_eval.evaluation or an `evaluate(..., concurrency=)`
+    A module-level `CONCURRENCY` of surreal_eval.runs.evaluate or an `evaluate(..., concurrency=)`
     argument; (1, ...) when there is neither (the evaluation is one sequential statement).
     """
     parameter = inspect.signature(_evaluation.evaluate).parameters.get("concurrency")
@@ -174,10 +174,10 @@ def detect_concurrency() -> tuple[int, str]:
     if parameter is not None and isinstance(parameter.default, int):
         return parameter.default, "evaluate(concurrency=) default"
     if isinstance(module, int):
-        return module, "surreal_eval.evaluation.CONCURRENCY"
+        return module, "surreal_eval.runs.evaluate.CONCURRENCY"
     if parameter is not None:
         return 1, "evaluate(concurrency=) present, no integer default: passed 1"
-    return 1, "none: surreal_eval.evaluation has no concurrency setting, so F, H and everything else run sequentially"
+    return 1, "none: surreal_eval.runs.evaluate has no concurrency setting, so F, H and everything else run sequentially"
 
 
 # ---------------------------------------------------------------------------------- the five rows
@@ -695,7 +695,7 @@ def main(argv: list[str] | None = None) -> int:
                 breakdown(db, "synthetic", documents)
                 return 0
             result = measure_dataset(db, "synthetic", documents, config, _log)
-            result.notes.append(f"generated (seed {args.seed}, {args.dimension}-d) and loaded with surreal_eval.ingest.load_dataset in {seconds:.0f} s")
+            result.notes.append(f"generated (seed {args.seed}, {args.dimension}-d) and loaded with surreal_eval.load.ingest.load_dataset in {seconds:.0f} s")
             report(result)
             if not args.no_scale:
                 scale += [ScalePoint(documents, result.questions, result.timings["F"].seconds, result.timings["H"].seconds)]

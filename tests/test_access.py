@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from surreal_eval import AuthenticationFailed, HarnessConfig, Settings, connect, evaluate, history, import_harness, import_seed
-from surreal_eval.access import grant_evaluator
+from surreal_eval.store.access import grant_evaluator
 
 from .conftest import SERVER_URL, needs_server
 

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from surreal_eval import Settings, connect, evaluate
-from surreal_eval.export import export_qrels_trec, export_run_trec
-from surreal_eval.metrics import RETRIEVERS
+from surreal_eval.runs.export import export_qrels_trec, export_run_trec
+from surreal_eval.grammar import RETRIEVERS
 
 CISI = Path(__file__).resolve().parents[2] / "shared" / "datasets" / "cisi"
 KS = [1, 5, 10, 100]
@@ -21,7 +21,7 @@ pytestmark = pytest.mark.skipif(not (CISI / "corpus.jsonl").exists(), reason=f"C
 
 @pytest.fixture(scope="module")
 def cisi_run():
-    from surreal_eval.ingest import load_beir
+    from surreal_eval.load.ingest import load_beir
 
     db = connect(Settings(url="mem://"))
     report = load_beir(db, CISI, create_harness=True)

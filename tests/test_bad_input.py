@@ -19,7 +19,7 @@ from surreal_eval import (
     delete_article,
     evaluate,
 )
-from surreal_eval.cli import app
+from surreal_eval.present.cli import app
 
 from .conftest import snapshot
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from surreal_eval import ConfigError, Rejected, evaluate
-from surreal_eval.chunking import chunk_documents, split_words
-from surreal_eval.harness import corpus_tables, define_corpus
+from surreal_eval.load.chunking import chunk_documents, split_words
+from surreal_eval.store.schema import corpus_tables, define_corpus
 
 
 @pytest.mark.parametrize(
@@ -45,7 +45,7 @@ def make_chunks(db, table, size, overlap=0):
         """,
         {"rows": rows, "table": table},
     )
-    from surreal_eval.harness import define_corpus_indexes
+    from surreal_eval.store.schema import define_corpus_indexes
 
     define_corpus_indexes(db, table)
     return rows
@@ -140,7 +140,7 @@ class WordHashEmbedder:
 
 
 def test_chunk_corpus_cuts_embeds_and_bulk_loads_a_chunk_table(seeded):
-    from surreal_eval.chunking import chunk_corpus
+    from surreal_eval.load.chunking import chunk_corpus
 
     report = chunk_corpus(seeded, source="article", target="chunk_cli", size=8, overlap=2, embedder=WordHashEmbedder())
     expected = sum(len(split_words(c, 8, 2)) for c in seeded.value("SELECT VALUE content FROM article"))
@@ -154,7 +154,7 @@ def test_chunk_corpus_cuts_embeds_and_bulk_loads_a_chunk_table(seeded):
 
 
 def test_chunking_into_the_documents_table_is_refused(seeded):
-    from surreal_eval.chunking import chunk_corpus
+    from surreal_eval.load.chunking import chunk_corpus
 
     with pytest.raises(ConfigError, match="would overwrite the documents"):
         chunk_corpus(seeded, target="article", size=8, embedder=WordHashEmbedder())

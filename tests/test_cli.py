@@ -13,7 +13,7 @@ import pytest
 from typer.main import get_command
 from typer.testing import CliRunner
 
-from surreal_eval.cli import app
+from surreal_eval.present.cli import app
 
 runner = CliRunner()
 README = Path(__file__).resolve().parents[1] / "README.md"

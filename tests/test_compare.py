@@ -24,8 +24,8 @@ from surreal_eval import (
     question_scores,
     resolve_run,
 )
-from surreal_eval.cli import app
-from surreal_eval.compare import Change, compare_reports
+from surreal_eval.present.cli import app
+from surreal_eval.analysis.compare import Change, compare_reports
 
 from .conftest import add_question, reverse_embeddings
 

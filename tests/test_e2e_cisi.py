@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from surreal_eval.cli import app
+from surreal_eval.present.cli import app
 
 CISI = Path(__file__).resolve().parents[2] / "shared" / "datasets" / "cisi"
 pytestmark = pytest.mark.skipif(not (CISI / "corpus.jsonl").exists(), reason=f"CISI not found at {CISI}")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import random
 import signal
@@ -72,8 +71,8 @@ def test_sigkill_during_evaluations_leaves_whole_runs_or_none(tmp_path):
 LOADER = """
 import sys
 from surreal_eval import *
-from surreal_eval import ingest
-ingest.MOVE_PART = 100
+from surreal_eval.store import journal
+journal.MOVE_PART = 100
 db = connect(Settings(url=sys.argv[1]))
 N, M, gen = 1500, 300, 0
 show = lambda step, done, total: print(f"{step}|{done}|{total}", flush=True)
@@ -195,7 +194,7 @@ def test_a_server_that_is_not_there_fails_fast_with_exit_3(tmp_path):
 
 
 def test_connecting_to_a_server_retries_then_fails_clearly(monkeypatch):
-    import surreal_eval.connection as connection
+    import surreal_eval.store.connection as connection
 
     attempts = []
     real_open = connection._open
@@ -277,7 +276,7 @@ def test_a_store_with_a_memtable_waiting_is_reopened_between_statements_and_keep
 
 
 def test_an_evaluation_gives_the_store_a_chance_to_flush_between_groups_of_batches(seeded, monkeypatch):
-    import surreal_eval.evaluation as evaluation
+    import surreal_eval.runs.evaluate as evaluation
     from surreal_eval import Database
 
     monkeypatch.setattr(evaluation, "GROUP", 1)  # one statement (BATCH = 4 questions) a group

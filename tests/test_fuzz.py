@@ -43,13 +43,13 @@ from surreal_eval import (
     evaluate,
     import_seed,
 )
-from surreal_eval.cli import app
-from surreal_eval.connection import record_str
+from surreal_eval.present.cli import app
+from surreal_eval.store.connection import record_str
 from surreal_eval.errors import InputError, Rejected
-from surreal_eval.export import export_run_trec
-from surreal_eval.harness import RESERVED_WORDS
-from surreal_eval.ingest import load_beir, load_corpus, load_golden
-from surreal_eval.loaders import read_documents, read_questions
+from surreal_eval.runs.export import export_run_trec
+from surreal_eval.store.schema import RESERVED_WORDS
+from surreal_eval.load.ingest import load_beir, load_corpus, load_golden
+from surreal_eval.load.readers import read_documents, read_questions
 
 from .conftest import fresh_db, snapshot
 

@@ -9,7 +9,7 @@ import pytest
 from typer.testing import CliRunner
 
 from surreal_eval import ConfigError, NotComparable, NotFound, Settings, connect, evaluate, gate, write_junit
-from surreal_eval.cli import app
+from surreal_eval.present.cli import app
 
 from .conftest import add_question, reverse_embeddings
 

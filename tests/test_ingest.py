@@ -11,6 +11,7 @@ from surreal_eval import (
     Article,
     ConfigError,
     Database,
+    HarnessConfig,
     InputError,
     Question,
     Rejected,
@@ -18,10 +19,13 @@ from surreal_eval import (
     StoreBusy,
     connect,
     evaluate,
+    import_harness,
 )
-from surreal_eval import ingest
-from surreal_eval.cli import app
-from surreal_eval.ingest import load_beir, load_corpus, load_dataset, load_golden, staging_tables
+from surreal_eval.load import ingest
+from surreal_eval.load import move, staging
+from surreal_eval.store import journal as load_journal
+from surreal_eval.present.cli import app
+from surreal_eval.load.ingest import load_beir, load_corpus, load_dataset, load_golden, staging_tables
 
 from .conftest import fresh_db, snapshot
 from .test_loaders import beir_folder, write
@@ -150,7 +154,7 @@ def test_a_bad_row_in_a_later_batch_leaves_the_database_exactly_as_it_was(seeded
 def test_a_row_the_schema_rejects_during_the_move_rolls_everything_back(seeded, monkeypatch):
     """The Python checks skipped: the engine refuses the row inside the transaction, which had
     already removed the indexes and moved other rows; all of that is undone."""
-    monkeypatch.setattr(ingest._Load, "check_embedding", lambda self, kind, ident, vector: None)
+    monkeypatch.setattr(staging.Load, "check_embedding", lambda self, kind, ident, vector: None)
     before = snapshot(seeded)
     with pytest.raises(Rejected, match="field `embedding`"):
         load_corpus(seeded, [doc(i) for i in range(6)] + [doc(6, dim=2)], batch_size=2)
@@ -160,7 +164,7 @@ def test_a_row_the_schema_rejects_during_the_move_rolls_everything_back(seeded, 
 
 
 def test_a_new_table_is_not_left_behind_by_a_failed_load(db, monkeypatch):
-    monkeypatch.setattr(ingest._Load, "check_embedding", lambda self, kind, ident, vector: None)
+    monkeypatch.setattr(staging.Load, "check_embedding", lambda self, kind, ident, vector: None)
     before = snapshot(db)
     with pytest.raises(Rejected):
         load_corpus(db, [doc(1), doc(2, dim=5)], table="chunk_new")
@@ -200,7 +204,7 @@ def journal(db) -> list:
 
 
 def test_a_move_larger_than_a_part_commits_part_by_part_then_builds_indexes(seeded, monkeypatch):
-    monkeypatch.setattr(ingest, "MOVE_PART", 3)
+    monkeypatch.setattr(load_journal, "MOVE_PART", 3)
     parts, steps = Parts(monkeypatch), []
     docs = [doc(i) for i in range(8)] + [Article(id="track_order", content="replaced zeppelin text", embedding=[0, 0, 1, 0])]
     load_dataset(seeded, docs, [question(f"q{i}", ["d1", "track_order"]) for i in range(4)],
@@ -217,8 +221,8 @@ def test_a_move_larger_than_a_part_commits_part_by_part_then_builds_indexes(seed
 def test_a_failure_in_a_later_part_undoes_the_parts_already_committed(seeded, monkeypatch):
     """Parts 1 and 2 (one replacing a stored article) are committed when the engine refuses a row of
     part 3: they are undone, the indexes come back, and nothing of the load is left."""
-    monkeypatch.setattr(ingest, "MOVE_PART", 2)
-    monkeypatch.setattr(ingest._Load, "check_embedding", lambda self, kind, ident, vector: None)
+    monkeypatch.setattr(load_journal, "MOVE_PART", 2)
+    monkeypatch.setattr(staging.Load, "check_embedding", lambda self, kind, ident, vector: None)
     before = snapshot(seeded)
     parts = Parts(monkeypatch)
     # moved in key order: [d0, d1], [d2, track_order], [zz]
@@ -233,8 +237,8 @@ def test_a_failure_in_a_later_part_undoes_the_parts_already_committed(seeded, mo
 
 
 def test_a_new_table_whose_move_fails_in_a_later_part_is_removed(db, monkeypatch):
-    monkeypatch.setattr(ingest, "MOVE_PART", 2)
-    monkeypatch.setattr(ingest._Load, "check_embedding", lambda self, kind, ident, vector: None)
+    monkeypatch.setattr(load_journal, "MOVE_PART", 2)
+    monkeypatch.setattr(staging.Load, "check_embedding", lambda self, kind, ident, vector: None)
     before = snapshot(db)
     with pytest.raises(Rejected):
         load_corpus(db, [doc(1), doc(2), doc(3), doc(4, dim=5)], table="chunk_new")
@@ -244,12 +248,12 @@ def test_a_new_table_whose_move_fails_in_a_later_part_is_removed(db, monkeypatch
 def test_a_move_killed_between_parts_is_undone_when_the_store_opens_again(tmp_path, monkeypatch):
     url = f"surrealkv://{tmp_path / 'store'}"
     db = connect(Settings(url=url))
-    ingest.import_harness(db, ingest.HarnessConfig(dimension=4))
+    import_harness(db, HarnessConfig(dimension=4))
     load_corpus(db, [doc(i) for i in range(4)])
     load_golden(db, [question("q0", ["d0"])])
     before = snapshot(db)
     with monkeypatch.context() as patch:
-        patch.setattr(ingest, "MOVE_PART", 2)
+        patch.setattr(load_journal, "MOVE_PART", 2)
         patch.setattr(ingest, "recover_loads", lambda db, **kw: [])  # a killed process cleans nothing up
         Parts(patch, die_after=3)
         with pytest.raises(KeyboardInterrupt):
@@ -267,14 +271,14 @@ def test_a_move_killed_between_parts_is_undone_when_the_store_opens_again(tmp_pa
 def test_a_load_killed_before_its_indexes_were_built_gets_them_when_the_store_opens_again(tmp_path, monkeypatch):
     url = f"surrealkv://{tmp_path / 'store'}"
     db = connect(Settings(url=url))
-    ingest.import_harness(db, ingest.HarnessConfig(dimension=4))
+    import_harness(db, HarnessConfig(dimension=4))
     with monkeypatch.context() as patch:
         patch.setattr(ingest, "recover_loads", lambda db, **kw: [])
 
         def killed(load, table):
             raise KeyboardInterrupt("killed before the index build")
 
-        patch.setattr(ingest, "_build_indexes", killed)
+        patch.setattr(move, "_build_indexes", killed)
         with pytest.raises(KeyboardInterrupt):
             load_corpus(db, [doc(i) for i in range(5)])
     assert journal(db) == ["article"]
@@ -544,7 +548,7 @@ def test_cli_refuses_a_bad_row_with_one_line_and_changes_nothing(tmp_path):
 
 
 def test_cli_embedder_option_computes_missing_embeddings(tmp_path, monkeypatch):
-    import surreal_eval.embedders
+    import surreal_eval.load.embedders
 
     made = []
 
@@ -552,7 +556,7 @@ def test_cli_embedder_option_computes_missing_embeddings(tmp_path, monkeypatch):
         made.append(spec)
         return FakeEmbedder(dim=2)
 
-    monkeypatch.setattr(surreal_eval.embedders, "embedder_from_spec", from_spec)
+    monkeypatch.setattr(surreal_eval.load.embedders, "embedder_from_spec", from_spec)
     store = tmp_path / "store"
     assert cli(store, "init", "--dimension", "2").exit_code == 0
     corpus = write(tmp_path / "docs.jsonl", '{"id": "a", "content": "x"}\n{"id": "b", "content": "y", "embedding": [0, 1]}\n')

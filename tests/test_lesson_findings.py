@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from surreal_eval import evaluate, run_demo
-from surreal_eval.demo import DEMO_KS
+from surreal_eval.runs.demo import DEMO_KS
 
 
 @pytest.fixture
@@ -102,7 +102,7 @@ def test_demo_reports_the_same_numbers():
 
 
 def test_rankings_are_identical_across_runs_and_concurrency(seeded):
-    from surreal_eval.evaluation import load_run
+    from surreal_eval.runs.record import load_run
 
     one = evaluate(seeded, ks=[1, 3, 5], per_question=True, concurrency=1)
     two = evaluate(seeded, ks=[1, 3, 5], per_question=True, concurrency=2)

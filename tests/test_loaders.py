@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from surreal_eval import InputError
-from surreal_eval.loaders import (
+from surreal_eval.load.readers import (
     QuestionStream,
     read_articles_jsonl,
     read_beir,

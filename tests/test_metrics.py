@@ -77,7 +77,7 @@ def test_python_metric_list_is_the_databases(db):
 
 
 def test_every_function_opens_with_a_comment_saying_what_it_computes():
-    from surreal_eval.harness import HARNESS_SCRIPTS, surql_dir
+    from surreal_eval.store.schema import HARNESS_SCRIPTS, surql_dir
 
     for name in HARNESS_SCRIPTS:
         lines = (surql_dir() / f"{name}.surql").read_text().splitlines()

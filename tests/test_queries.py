@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from surreal_eval import evaluate
-from surreal_eval.connection import record_str
+from surreal_eval.store.connection import record_str
 
 
 @pytest.fixture
@@ -49,7 +49,8 @@ def test_regressed_questions_names_the_question_that_broke(two_runs):
 
 
 def test_ingests_with_runs_links_each_ingest_to_its_run(seeded):
-    from surreal_eval.watch import record_ingest, set_watch
+    from surreal_eval.load.ingest import record_ingest
+    from surreal_eval.runs.watch import set_watch
 
     assert record_ingest(seeded, corpus="article", documents=10) is None  # nothing watched yet
     set_watch(seeded, ks=[1, 3])

@@ -10,7 +10,7 @@ import pytest
 from typer.testing import CliRunner
 
 from surreal_eval import NotFound, evaluate, write_report
-from surreal_eval.cli import app
+from surreal_eval.present.cli import app
 
 runner = CliRunner()
 CHROMIUM = shutil.which("chromium")

@@ -9,7 +9,7 @@ import pytest
 from typer.testing import CliRunner
 
 from surreal_eval import ConfigError, NotFound, confidence_interval, evaluate, question_scores, slices
-from surreal_eval.cli import app
+from surreal_eval.present.cli import app
 
 runner = CliRunner()
 # the seed's categories

@@ -6,9 +6,9 @@ import pytest
 from typer.testing import CliRunner
 
 from surreal_eval import Rejected, history
-from surreal_eval.cli import app
-from surreal_eval.harness import harness_config
-from surreal_eval.tune import assign_splits, parse_values, tune
+from surreal_eval.present.cli import app
+from surreal_eval.store.schema import harness_config
+from surreal_eval.runs.tune import assign_splits, parse_values, tune
 
 
 def test_tuning_without_a_split_is_refused_and_records_nothing(seeded):

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from surreal_eval import history
-from surreal_eval.watch import clear_watch, get_watch, record_ingest, set_watch
+from surreal_eval.load.ingest import record_ingest
+from surreal_eval.runs.watch import clear_watch, get_watch, set_watch
 
 
 def test_an_ingest_records_a_run_when_watched(seeded):
@@ -51,7 +52,7 @@ def test_a_drop_appears_next_to_the_ingest_that_caused_it(seeded):
 
 
 def test_load_corpus_records_the_ingest_and_its_run(seeded):
-    from surreal_eval.ingest import load_corpus
+    from surreal_eval.load.ingest import load_corpus
     from surreal_eval.models import Article
 
     set_watch(seeded, ks=[1, 3])
@@ -69,7 +70,7 @@ def test_cli_load_after_watch_records_a_run(tmp_path):
 
     from typer.testing import CliRunner
 
-    from surreal_eval.cli import app
+    from surreal_eval.present.cli import app
 
     runner = CliRunner()
     url = ["--url", f"surrealkv://{tmp_path / 's'}"]

@@ -1,15 +1,16 @@
 """surreal-eval: retrieval evaluation that lives inside SurrealDB."""
 
-from .connection import Database, connect, connected
-from .demo import run_demo
-from .diagnose import diagnose
-from .embedders import (
+from .store.connection import Database
+from .store.opening import connect, connected
+from .runs.demo import run_demo
+from .runs.diagnose import diagnose
+from .load.embedders import (
     Embedder,
     OpenAIEmbedder,
-    SentenceTransformerEmbedder,
     embedder_from_env,
     embedder_from_spec,
 )
+from .load.embedder_local import SentenceTransformerEmbedder
 from .errors import (
     AuthenticationFailed,
     ConfigError,
@@ -23,19 +24,21 @@ from .errors import (
     StoreBusy,
     SurrealEvalError,
 )
-from .compare import Comparison, RetrieverComparison, compare_reports, compare_retrievers, compare_runs, resolve_run
-from .evaluation import evaluate, load_run
-from .gate import GateResult, gate, write_junit
-from .golden import add_articles, add_questions, delete_article
-from .harness import HarnessConfig, import_harness, import_seed
-from .ingest import DatasetReport, LoadReport, load_beir, load_corpus, load_dataset, load_golden, recover_loads
-from .loaders import read_beir, read_documents, read_qrels, read_questions
-from .history import history
-from .report_html import write_report
-from .slices import Slice, slices
-from .metrics import METRICS, RETRIEVERS, parse_ks, parse_metric
+from .analysis.compare import Comparison, RetrieverComparison, compare_reports, compare_retrievers, compare_runs
+from .runs.evaluate import evaluate
+from .runs.record import load_run, resolve_run
+from .analysis.gate import GateResult, gate
+from .present.junit import write_junit
+from .load.records import add_articles, add_questions, delete_article
+from .store.schema import HarnessConfig, import_harness, import_seed
+from .load.ingest import DatasetReport, LoadReport, load_beir, load_corpus, load_dataset, load_golden, recover_loads
+from .load.readers import read_beir, read_documents, read_qrels, read_questions
+from .runs.history import history
+from .present.html import write_report
+from .analysis.slices import Slice, slices
+from .grammar import METRICS, RETRIEVERS, parse_ks, parse_metric
 from .models import Article, Question, RunReport, RunSummary
-from .settings import Settings
+from .store.settings import Settings
 from .stats import (
     SMALL_SAMPLE,
     Interval,

@@ -1,3 +1,3 @@
-from .cli import app
+from .present.cli import app
 
 app(prog_name="surreal-eval")

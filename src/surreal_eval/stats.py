@@ -22,7 +22,7 @@ from pydantic import BaseModel, ConfigDict
 from scipy import stats as scipy_stats
 
 from .errors import ConfigError, InputError, NotFound
-from .metrics import METRICS, MetricSpec, parse_metric
+from .grammar import METRICS, MetricSpec, parse_metric
 from .models import RunReport
 
 __all__ = [

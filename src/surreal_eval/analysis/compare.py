@@ -1,0 +1,378 @@
+"""Compare two runs (or two retrievers of one run) question by question.
+
+    compare_runs(db, a, b, metrics=, retrievers=) every retriever and metric@k both runs measured -> Comparison
+    compare_reports(report_a, report_b, ...)      the same over two loaded RunReports (per_question=True)
+    compare_retrievers(db, run, a, b, metric)     two retrievers of one run, paired by question -> RetrieverComparison
+
+Every difference is B - A over the questions both sides scored (paired by question id), with the
+percentile bootstrap interval of the mean difference and the paired randomization p-value of
+`stats.paired_test`. A question is FIXED when its score rose from A to B and BROKEN when it fell.
+Runs over different golden sets are still compared (on their shared questions), with a loud
+warning in `Comparison.warnings`; a different corpus, parameters or harness is what a comparison
+is for, so those are listed in `Comparison.changes`, not refused.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from datetime import datetime
+from typing import Any
+
+from pydantic import BaseModel
+from surrealdb import RecordID
+
+from ..store.connection import Database
+from ..errors import ConfigError
+from ..runs.record import load_for_comparison
+from ..grammar import METRICS, MetricSpec, parse_metric
+from ..models import QuestionResult, RunReport
+from ..stats import PairedComparison, paired_test, sample_warning
+
+__all__ = [
+    "Change",
+    "Comparison",
+    "PairedDelta",
+    "QuestionDelta",
+    "RetrieverComparison",
+    "RetrieverDelta",
+    "compare_reports",
+    "compare_retrievers",
+    "compare_runs",
+    "metric_specs",
+    "paired_delta",
+    "run_changes",
+]
+
+#: Scores closer than this count as equal (they come from the same float arithmetic either way).
+_TOLERANCE = 1e-12
+
+
+class QuestionDelta(BaseModel):
+    """One question's score on side A (`before`) and side B (`after`)."""
+
+    question: str
+    before: float
+    after: float
+
+
+class PairedDelta(PairedComparison):
+    """One metric@k on both sides, paired by question: means over the `n` shared questions, the
+    difference B - A with its bootstrap interval at `level`, the two-sided paired randomization
+    p-value (`exact` when every sign pattern was enumerated), and the questions whose score rose
+    (`fixed`) or fell (`broken`) from A to B, largest change first."""
+
+    metric: str
+    fixed: list[QuestionDelta]
+    broken: list[QuestionDelta]
+
+
+class RetrieverDelta(PairedDelta):
+    """PairedDelta of one retriever between two runs."""
+
+    retriever: str
+
+
+class Change(BaseModel):
+    """One recorded property that differs between run A and run B (`params.floor`, `corpus.fingerprint`, ...)."""
+
+    field: str
+    a: Any
+    b: Any
+
+
+class Comparison(BaseModel):
+    """Run A against run B: what changed between them and, per retriever and metric@k, the paired difference."""
+
+    run_a: str
+    run_b: str
+    label_a: str | None
+    label_b: str | None
+    created_a: datetime | None
+    created_b: datetime | None
+    questions_a: int
+    questions_b: int
+    shared: int  # questions scored in both runs: every difference is over these
+    only_a: list[str]
+    only_b: list[str]
+    same_golden: bool
+    warnings: list[str]
+    changes: list[Change]
+    skipped: list[str]  # retrievers or cutoffs only one run measured
+    rows: list[RetrieverDelta]
+
+
+class RetrieverComparison(BaseModel):
+    """Two retrievers of one run, paired by question: A is `retriever_a`, B is `retriever_b`."""
+
+    run: str
+    label: str | None
+    retriever_a: str
+    retriever_b: str
+    warnings: list[str]
+    rows: list[PairedDelta]
+
+
+# ---------------------------------------------------------------------------------------------
+# Metrics and pairing
+# ---------------------------------------------------------------------------------------------
+
+
+def metric_specs(metrics: Iterable[str] | None, ks: Sequence[int], *, where: str = "both runs") -> list[MetricSpec]:
+    """The metric@k to compare: NAME@K as given, a bare NAME at every k in `ks`, None every metric at
+    every k in `ks`. A cutoff not in `ks` is a ConfigError naming `where`."""
+    if metrics is None:
+        return [MetricSpec(name, k) for name in METRICS for k in ks]
+    specs: list[MetricSpec] = []
+    for text in metrics:
+        for part in (p.strip() for p in text.split(",")):
+            if not part:
+                continue
+            if "@" in part:
+                spec = parse_metric(part)
+                if spec.k not in ks:
+                    raise ConfigError(
+                        f"{spec} cannot be compared: {where} measured k = {', '.join(map(str, ks)) or 'none'}"
+                    )
+                found = [spec]
+            elif part in METRICS:
+                found = [MetricSpec(part, k) for k in ks]
+            else:
+                raise ConfigError(f"unknown metric {part!r}: use NAME@K or NAME, NAME one of {', '.join(METRICS)}")
+            specs += [s for s in found if s not in specs]
+    if not specs:
+        raise ConfigError("no metric given: pass NAME@K such as recall@5")
+    return specs
+
+
+def _index(report: RunReport) -> dict[tuple[str, int], dict[str, QuestionResult]]:
+    if report.per_question is None:
+        raise ConfigError(f"run {report.run} has no per-question results: load it with per_question=True")
+    rows: dict[tuple[str, int], dict[str, QuestionResult]] = {}
+    for row in report.per_question:
+        rows.setdefault((row.retriever, row.k), {})[row.question] = row
+    return rows
+
+
+def _questions(report: RunReport) -> set[str]:
+    return {row.question for row in report.per_question or []}
+
+
+def paired_delta(a: dict[str, float], b: dict[str, float], questions: Sequence[str], metric: str) -> PairedDelta:
+    """PairedDelta of scores `a` and `b` (by question id) over `questions`, which both must hold."""
+    before = [a[q] for q in questions]
+    after = [b[q] for q in questions]
+    test = paired_test(before, after)
+    fixed, broken = [], []
+    for question, x, y in zip(questions, before, after, strict=True):
+        if y > x + _TOLERANCE:
+            fixed.append(QuestionDelta(question=question, before=x, after=y))
+        elif y < x - _TOLERANCE:
+            broken.append(QuestionDelta(question=question, before=x, after=y))
+    order = lambda d: (-abs(d.after - d.before), d.question)  # noqa: E731
+    return PairedDelta(
+        **test.model_dump(),
+        metric=metric,
+        fixed=sorted(fixed, key=order),
+        broken=sorted(broken, key=order),
+    )
+
+
+def _scores(rows: dict[str, QuestionResult], metric: str) -> dict[str, float]:
+    return {q: float(getattr(r, metric)) for q, r in rows.items()}
+
+
+# ---------------------------------------------------------------------------------------------
+# What changed between two runs
+# ---------------------------------------------------------------------------------------------
+
+_PROVENANCE = ("harness", "git_commit", "trigger", "tuning")
+
+
+def run_changes(a: RunReport, b: RunReport) -> list[Change]:
+    """Every recorded property that differs: params.*, corpus.*, golden.*, retrievers, ks, harness, git commit, trigger."""
+    changes: list[Change] = []
+
+    def diff(prefix: str, x: dict | None, y: dict | None) -> None:
+        x, y = x or {}, y or {}
+        for key in sorted(set(x) | set(y)):
+            if x.get(key) != y.get(key):
+                changes.append(Change(field=f"{prefix}.{key}", a=x.get(key), b=y.get(key)))
+
+    diff("params", a.params, b.params)
+    diff("corpus", a.corpus, b.corpus)
+    diff("golden", a.golden, b.golden)
+    for name in ("retrievers", "ks"):
+        if getattr(a, name) != getattr(b, name):
+            changes.append(Change(field=name, a=getattr(a, name), b=getattr(b, name)))
+    for name in _PROVENANCE:
+        if getattr(a, name, None) != getattr(b, name, None):
+            changes.append(Change(field=name, a=getattr(a, name, None), b=getattr(b, name, None)))
+    return changes
+
+
+def _golden_warning(a: RunReport, b: RunReport, shared: int, only_a: list[str], only_b: list[str]) -> str | None:
+    fa, fb = (a.golden or {}).get("fingerprint"), (b.golden or {}).get("fingerprint")
+    same_questions = not only_a and not only_b and a.questions == b.questions
+    if fa and fb and fa == fb and same_questions:
+        return None
+
+    def side(name: str, report: RunReport, fingerprint: str | None) -> str:
+        described = f"fingerprint {fingerprint[:12]}" if fingerprint else "no golden fingerprint recorded"
+        return f"{name} {report.run}: {report.questions} questions, {described}"
+
+    if fa and fb and fa != fb:
+        what = "the runs measured DIFFERENT GOLDEN SETS"
+        if same_questions:
+            what += " (the same question ids, but texts, labels or grades changed: a score may have moved because its labels did)"
+    elif not (fa and fb) and same_questions:
+        what = "cannot tell whether the runs measured the same golden set (a run records no fingerprint)"
+    else:
+        what = "the runs scored DIFFERENT QUESTIONS"
+    extra = []
+    if only_a:
+        extra.append(f"{len(only_a)} only in A")
+    if only_b:
+        extra.append(f"{len(only_b)} only in B")
+    return (
+        f"WARNING: {what} — {side('A', a, fa)}; {side('B', b, fb)}. "
+        f"Only the {shared} questions scored in both are paired{' (' + ', '.join(extra) + ')' if extra else ''}: "
+        "every mean and difference below is over those, not over either run's own questions."
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# Public comparisons
+# ---------------------------------------------------------------------------------------------
+
+
+def compare_reports(
+    a: RunReport,
+    b: RunReport,
+    *,
+    metrics: Iterable[str] | None = None,
+    retrievers: Iterable[str] | None = None,
+) -> Comparison:
+    """Compare two loaded runs (both with per-question results): see `compare_runs`."""
+    index_a, index_b = _index(a), _index(b)
+    questions_a, questions_b = _questions(a), _questions(b)
+    shared = sorted(questions_a & questions_b)
+    only_a, only_b = sorted(questions_a - questions_b), sorted(questions_b - questions_a)
+    if not shared:
+        raise ConfigError(f"runs {a.run} and {b.run} share no question: there is nothing to pair")
+    ks = [k for k in a.ks if k in b.ks]
+    if not ks:
+        raise ConfigError(f"runs {a.run} (k = {a.ks}) and {b.run} (k = {b.ks}) share no cutoff k")
+    specs = metric_specs(metrics, ks)
+    skipped: list[str] = []
+    both = [r for r in a.retrievers if r in b.retrievers]
+    if retrievers is None:
+        names = both
+        skipped += [f"retriever {r} is only in A" for r in a.retrievers if r not in b.retrievers]
+        skipped += [f"retriever {r} is only in B" for r in b.retrievers if r not in a.retrievers]
+    else:
+        names = []
+        for name in (n.strip() for text in retrievers for n in text.split(",") if n.strip()):
+            if name not in both:
+                side = "neither run" if name not in a.retrievers and name not in b.retrievers else (
+                    f"run {b.run}" if name in a.retrievers else f"run {a.run}")
+                raise ConfigError(f"retriever {name} cannot be compared: {side} did not evaluate it")
+            if name not in names:
+                names.append(name)
+    skipped += [f"k = {k} is only in A" for k in a.ks if k not in b.ks]
+    skipped += [f"k = {k} is only in B" for k in b.ks if k not in a.ks]
+    if not names:
+        raise ConfigError(f"runs {a.run} and {b.run} evaluated no retriever in common")
+
+    rows = []
+    for retriever in names:
+        for spec in specs:
+            scores_a = _scores(index_a.get((retriever, spec.k), {}), spec.name)
+            scores_b = _scores(index_b.get((retriever, spec.k), {}), spec.name)
+            paired = [q for q in shared if q in scores_a and q in scores_b]
+            if not paired:
+                skipped.append(f"{retriever} {spec}: no question scored in both runs")
+                continue
+            delta = paired_delta(scores_a, scores_b, paired, str(spec))
+            rows.append(RetrieverDelta(retriever=retriever, **delta.model_dump()))
+
+    warning = _golden_warning(a, b, len(shared), only_a, only_b)
+    small = sample_warning(len(shared))
+    return Comparison(
+        run_a=a.run,
+        run_b=b.run,
+        label_a=a.label,
+        label_b=b.label,
+        created_a=a.created_at,
+        created_b=b.created_at,
+        questions_a=a.questions,
+        questions_b=b.questions,
+        shared=len(shared),
+        only_a=only_a,
+        only_b=only_b,
+        same_golden=warning is None,
+        warnings=[w for w in (warning, small) if w],
+        changes=run_changes(a, b),
+        skipped=skipped,
+        rows=rows,
+    )
+
+
+def compare_runs(
+    db: Database,
+    run_a: str | RecordID,
+    run_b: str | RecordID,
+    *,
+    metrics: Iterable[str] | None = None,
+    retrievers: Iterable[str] | None = None,
+) -> Comparison:
+    """Run A (before) against run B (after), question by question.
+
+    For every retriever both runs evaluated (or those named) and every metric@k both measured
+    (default: all metrics at every shared k; `metrics` takes NAME@K, or a bare NAME for every
+    shared k): the means, the difference B - A with its 95% bootstrap interval, the paired
+    randomization p-value, and the questions fixed (score rose) and broken (score fell). Runs are
+    `eval_run:x`, `x`, `latest` or `previous`. Pairs by question id over the questions both runs
+    scored; if the golden sets differ, `warnings` says so loudly and `shared` gives the count.
+    """
+    report_a = load_for_comparison(db, run_a)
+    report_b = load_for_comparison(db, run_b)
+    return compare_reports(report_a, report_b, metrics=metrics, retrievers=retrievers)
+
+
+def compare_retrievers(
+    db: Database,
+    run: str | RecordID,
+    retriever_a: str,
+    retriever_b: str,
+    metric: str | Iterable[str] | None = "recall@5",
+) -> RetrieverComparison:
+    """Retriever A against retriever B within one run, paired by question (B - A; fixed = B scores higher).
+
+    `metric` is one NAME@K, several, or None for every metric at every k of the run.
+    """
+    report = load_for_comparison(db, run)
+    index = _index(report)
+    for name in (retriever_a, retriever_b):
+        if name not in report.retrievers:
+            raise ConfigError(f"run {report.run} did not evaluate retriever {name}: it has {', '.join(report.retrievers)}")
+    if retriever_a == retriever_b:
+        raise ConfigError(f"compare two different retrievers, not {retriever_a} with itself")
+    specs = metric_specs(
+        [metric] if isinstance(metric, str) else metric, report.ks, where=f"run {report.run}"
+    )
+    rows = []
+    for spec in specs:
+        a = _scores(index.get((retriever_a, spec.k), {}), spec.name)
+        b = _scores(index.get((retriever_b, spec.k), {}), spec.name)
+        paired = sorted(set(a) & set(b))
+        if paired:
+            rows.append(paired_delta(a, b, paired, str(spec)))
+    small = sample_warning(len(_questions(report)))
+    return RetrieverComparison(
+        run=report.run,
+        label=report.label,
+        retriever_a=retriever_a,
+        retriever_b=retriever_b,
+        warnings=[small] if small else [],
+        rows=rows,
+    )

@@ -1,0 +1,199 @@
+"""Gate a run against a baseline: fail on a drop that is both larger than allowed and significant.
+
+Semantics (what `surreal-eval gate` does):
+
+- The CANDIDATE is the run under test: `candidate` if given, else the latest finished run.
+- The BASELINE is what it must not be worse than: a run id, `previous` (the run before the
+  latest), or `latest`, which here means the newest finished run recorded BEFORE the candidate.
+  So with neither given, `gate()` compares the latest run with the one before it: evaluate, then
+  gate.
+- For every retriever of the candidate (or those named) and every metric@k asked for, the drop
+  is `baseline mean - candidate mean` over the questions both runs scored (paired by question).
+  A check FAILS when `drop > max_drop` AND the two-sided paired randomization p-value of the
+  difference is `< alpha`. A large drop that is not significant passes, with the reason (and how
+  many questions would have to differ for it to be significant); a significant drop within
+  `max_drop` passes too. The gate fails when any check fails.
+- Runs over different golden sets (fingerprint or question set) are refused with NotComparable
+  unless `allow_different_golden`, in which case the shared questions are paired and the result
+  carries the warning.
+- A retriever of the candidate that the baseline did not evaluate is skipped (listed in
+  `skipped`, a skipped testcase in JUnit); one named explicitly but missing is a ConfigError.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+
+from pydantic import BaseModel
+from surrealdb import RecordID
+
+from ..runs.record import load_for_comparison, resolve_run, run_before
+from .compare import Change, QuestionDelta, compare_reports
+from ..store.connection import Database, record_str, to_record
+from ..errors import ConfigError, NotComparable
+from ..grammar import parse_metric
+
+__all__ = ["GateCheck", "GateResult", "gate"]
+
+
+class GateCheck(BaseModel):
+    """One retriever and metric@k: baseline and candidate means over the `n` shared questions,
+    the drop (baseline - candidate; negative when the candidate is better) with the bootstrap
+    interval of the difference candidate - baseline, the p-value, the verdict and why."""
+
+    retriever: str
+    metric: str
+    baseline: float
+    candidate: float
+    drop: float
+    low: float
+    high: float
+    p_value: float
+    n: int
+    passed: bool
+    reason: str
+    broken: list[QuestionDelta]
+    fixed: list[QuestionDelta]
+
+
+class GateResult(BaseModel):
+    """The verdict: passed when every check passed."""
+
+    baseline: str
+    candidate: str
+    baseline_label: str | None
+    candidate_label: str | None
+    metrics: list[str]
+    max_drop: float
+    alpha: float
+    passed: bool
+    checks: list[GateCheck]
+    skipped: list[str]
+    warnings: list[str]
+    changes: list[Change]
+
+    @property
+    def failures(self) -> list[GateCheck]:
+        return [c for c in self.checks if not c.passed]
+
+
+def _min_differing(alpha: float) -> int:
+    """The fewest differing questions whose most extreme sign pattern has p = 2 / 2**m < alpha."""
+    return math.floor(math.log2(2 / alpha)) + 1
+
+
+def _verdict(drop: float, p_value: float, differing: int, *, metric: str, max_drop: float, alpha: float) -> tuple[bool, str]:
+    if drop <= max_drop + 1e-12:
+        if drop > 0:
+            return True, f"{metric} fell {drop:.4f}, within the allowed {max_drop:g}"
+        return True, f"{metric} did not fall ({-drop:+.4f})" if drop < 0 else f"{metric} unchanged"
+    if p_value >= alpha:
+        need = _min_differing(alpha)
+        hint = (
+            f"; with {differing} question{'s' if differing != 1 else ''} differing no drop can reach p < {alpha:g} "
+            f"(at least {need} must differ)"
+            if differing < need
+            else ""
+        )
+        return True, (
+            f"{metric} fell {drop:.4f} (more than the allowed {max_drop:g}) but the drop is not significant: "
+            f"p = {p_value:.4f} >= {alpha:g}{hint}"
+        )
+    return False, f"{metric} fell {drop:.4f} (more than the allowed {max_drop:g}) and the drop is significant: p = {p_value:.4f} < {alpha:g}"
+
+
+def _metric_list(metric: str | Iterable[str]) -> list[str]:
+    names = [n.strip() for text in ([metric] if isinstance(metric, str) else metric) for n in text.split(",") if n.strip()]
+    if not names:
+        raise ConfigError("no metric to gate on: pass NAME@K such as recall@5")
+    for name in names:
+        if "@" not in name:
+            raise ConfigError(f"gate on a metric at a cutoff, such as {name}@5, not {name!r}")
+    return [str(parse_metric(name)) for name in names]
+
+
+def gate(
+    db: Database,
+    *,
+    baseline: str | RecordID = "latest",
+    candidate: str | RecordID | None = None,
+    metric: str | Iterable[str] = "recall@5",
+    retriever: str | Iterable[str] | None = None,
+    max_drop: float = 0.02,
+    alpha: float = 0.05,
+    allow_different_golden: bool = False,
+) -> GateResult:
+    """Does the candidate run hold up against the baseline? See the module docstring for the rules."""
+    if not (isinstance(max_drop, (int, float)) and max_drop >= 0):
+        raise ConfigError(f"--max-drop must be a number of at least 0, got {max_drop!r}")
+    if not (isinstance(alpha, (int, float)) and 0 < alpha <= 1):
+        raise ConfigError(f"--alpha must be between 0 (exclusive) and 1, got {alpha!r}")
+    metrics = _metric_list(metric)
+    candidate_report = load_for_comparison(db, "latest" if candidate is None else candidate)
+    candidate_id = to_record(candidate_report.run, "eval_run")
+    if isinstance(baseline, str) and baseline.strip() == "latest":
+        baseline_id = run_before(db, candidate_id, candidate_report.created_at)
+    else:
+        baseline_id = resolve_run(db, baseline)
+    if record_str(baseline_id) == candidate_report.run:
+        raise ConfigError(f"the baseline and the candidate are the same run ({candidate_report.run})")
+    baseline_report = load_for_comparison(db, baseline_id)
+
+    names = [retriever] if isinstance(retriever, str) else list(retriever) if retriever is not None else None
+    skipped: list[str] = []
+    if names is None:
+        names = [r for r in candidate_report.retrievers if r in baseline_report.retrievers]
+        skipped = [r for r in candidate_report.retrievers if r not in baseline_report.retrievers]
+    for spec in map(parse_metric, metrics):
+        for report, role in ((baseline_report, "baseline"), (candidate_report, "candidate")):
+            if spec.k not in report.ks:
+                raise ConfigError(
+                    f"cannot gate on {spec}: the {role} run {report.run} measured k = {', '.join(map(str, report.ks))}"
+                )
+    comparison = compare_reports(baseline_report, candidate_report, metrics=metrics, retrievers=names)
+    if not comparison.same_golden and not allow_different_golden:
+        raise NotComparable(
+            f"refusing to gate {candidate_report.run} ({candidate_report.questions} questions) against "
+            f"{baseline_report.run} ({baseline_report.questions} questions): they measured different golden sets. "
+            "Gate against a run of the same golden set, or pass --allow-different-golden to pair the "
+            f"{comparison.shared} shared questions"
+        )
+
+    checks = []
+    for row in comparison.rows:
+        drop = 0.0 - row.difference  # 0.0 - x: an unchanged mean prints as 0, not -0
+        passed, reason = _verdict(
+            drop, row.p_value, len(row.fixed) + len(row.broken), metric=row.metric, max_drop=max_drop, alpha=alpha
+        )
+        checks.append(
+            GateCheck(
+                retriever=row.retriever,
+                metric=row.metric,
+                baseline=row.mean_a,
+                candidate=row.mean_b,
+                drop=drop,
+                low=row.low,
+                high=row.high,
+                p_value=row.p_value,
+                n=row.n,
+                passed=passed,
+                reason=reason,
+                broken=row.broken,
+                fixed=row.fixed,
+            )
+        )
+    return GateResult(
+        baseline=baseline_report.run,
+        candidate=candidate_report.run,
+        baseline_label=baseline_report.label,
+        candidate_label=candidate_report.label,
+        metrics=metrics,
+        max_drop=max_drop,
+        alpha=alpha,
+        passed=all(c.passed for c in checks),
+        checks=checks,
+        skipped=[f"retriever {r} is not in the baseline {baseline_report.run}" for r in skipped],
+        warnings=comparison.warnings + [s for s in comparison.skipped if not s.startswith(("retriever", "k ="))],
+        changes=comparison.changes,
+    )

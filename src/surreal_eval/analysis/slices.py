@@ -1,0 +1,102 @@
+"""Slices: one run's per-question scores grouped by a question field (category, language, source, split).
+
+A slice is every question of the run with one value of one field (None: the field is not set, or
+the question is no longer in the golden set), scored by one retriever: its question count, mean
+and 95% percentile bootstrap interval (`stats.confidence_interval`). The fields are read from the
+`question` table now, so a category edited since the run regroups it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from pydantic import BaseModel
+from surrealdb import RecordID
+
+from ..store.connection import Database, record_str
+from ..errors import ConfigError, NotFound
+from ..runs.record import resolve_run, run_order
+from ..grammar import parse_metric
+from ..stats import confidence_interval
+
+__all__ = ["SLICE_FIELDS", "Slice", "slices"]
+
+#: The question fields a run can be sliced by.
+SLICE_FIELDS = ("category", "language", "source", "split")
+
+# The fields are fixed names, so they are written out rather than substituted.
+_ROWS = """
+SELECT question, retriever, recall, hit_rate, precision, mrr, ndcg, map, r_precision,
+       question.category AS category, question.language AS language,
+       question.source AS source, question.split AS split
+FROM eval_result WHERE run = $run AND k = $k AND retriever != 'floor_sweep'
+"""
+_RUN = "SELECT ks, retrievers FROM ONLY $run"
+
+
+class Slice(BaseModel):
+    """The questions of a run whose field `by` is `value`, scored by `retriever` on `metric`."""
+
+    by: str
+    value: str | None
+    retriever: str
+    metric: str
+    questions: int
+    mean: float
+    low: float
+    high: float
+
+
+def _fields(by: str | Iterable[str]) -> list[str]:
+    names = [n.strip() for text in ([by] if isinstance(by, str) else by) for n in text.split(",") if n.strip()]
+    unknown = [n for n in names if n not in SLICE_FIELDS]
+    if unknown or not names:
+        raise ConfigError(
+            f"cannot slice by {', '.join(unknown) or 'nothing'}: use one or more of {', '.join(SLICE_FIELDS)}"
+        )
+    return list(dict.fromkeys(names))
+
+
+def slices(
+    db: Database,
+    run: str | RecordID,
+    metric: str = "recall@5",
+    by: str | Iterable[str] = ("category", "language", "source"),
+) -> list[Slice]:
+    """Every slice of `run` (`eval_run:x`, `x`, `latest`, `previous`) on `metric` (NAME@K), per field
+    of `by` and retriever: ordered by field as given, then value (unset last), then retriever in
+    the run's order."""
+    spec = parse_metric(metric)
+    fields = _fields(by)
+    run_id = resolve_run(db, run)
+    info = db.value(_RUN, {"run": run_id})
+    if spec.k not in info["ks"]:
+        raise ConfigError(
+            f"run {record_str(run_id)} measured k = {', '.join(map(str, info['ks']))}, not {spec}"
+        )
+    rows = db.value(_ROWS, {"run": run_id, "k": spec.k})
+    if not rows:
+        raise NotFound(f"run {record_str(run_id)} has no per-question results at k = {spec.k}")
+    order = run_order(info["retrievers"])
+    found: list[Slice] = []
+    for field in fields:
+        groups: dict[tuple[str | None, str], list[float]] = {}
+        for row in rows:
+            value = row.get(field)
+            groups.setdefault((None if value is None else str(value), row["retriever"]), []).append(float(row[spec.name]))
+        keys = sorted(groups, key=lambda key: (key[0] is None, key[0] or "", order({"retriever": key[1], "k": 0})))
+        for value, retriever in keys:
+            interval = confidence_interval(groups[(value, retriever)])
+            found.append(
+                Slice(
+                    by=field,
+                    value=value,
+                    retriever=retriever,
+                    metric=str(spec),
+                    questions=interval.n,
+                    mean=interval.mean,
+                    low=interval.low,
+                    high=interval.high,
+                )
+            )
+    return found

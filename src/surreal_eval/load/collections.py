@@ -1,0 +1,230 @@
+"""Test collections: qrels (BEIR and TREC), queries files, BEIR folders, and sidecar embedding files.
+
+Judgments keep their score as the grade; a score of 0 or less means judged non-relevant and is
+dropped. A query with no relevant judgment is skipped and counted (`QuestionStream.skipped`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal, TypeVar
+
+from pydantic import BaseModel, Field
+
+from ..errors import InputError
+from ..models import Article, Question
+from .rows import QUESTION_SPLITS, iter_documents_jsonl, json_rows, open_text, take_id, validate_row
+
+__all__ = ["Qrels", "QuestionStream", "read_qrels", "read_beir", "sidecar_path", "with_sidecar_embeddings"]
+
+# ------------------------------------------------------------------------------ qrels and BEIR
+
+
+@dataclass
+class Qrels:
+    """Relevance judgments: for each query, its relevant documents and their grades (all above 0)."""
+
+    source: str
+    judgments: dict[str, dict[str, float]] = field(default_factory=dict)
+    #: every query that has a judgment line, relevant or not
+    judged: set[str] = field(default_factory=set)
+    #: judgment lines with a score of 0 or less (judged non-relevant), dropped
+    dropped: int = 0
+
+    @property
+    def labels(self) -> int:
+        return sum(len(docs) for docs in self.judgments.values())
+
+
+def read_qrels(path: Path, *, format: Literal["beir", "trec"] = "trec") -> Qrels:
+    """Judgments from a BEIR qrels file (query-id, corpus-id, score; tab-separated with a header) or a
+    TREC qrels file (`qid iteration docid grade`, whitespace-separated, no header)."""
+    qrels = Qrels(source=str(path))
+    columns = 3 if format == "beir" else 4
+    layout = "query-id, corpus-id, score" if format == "beir" else "query iteration document grade"
+    seen: dict[str, set[str]] = {}
+    with open_text(path) as handle:
+        try:
+            for number, line in enumerate(handle, start=1):
+                if not line.strip():
+                    continue
+                parts = line.rstrip("\r\n").split("\t") if format == "beir" else line.split()
+                if format == "beir" and len(parts) != columns:
+                    parts = line.split()
+                if len(parts) != columns:
+                    raise InputError(f"expected {columns} columns ({layout}), found {len(parts)}", source=str(path), line=number)
+                qid, doc, score = (parts[0], parts[1], parts[2]) if format == "beir" else (parts[0], parts[2], parts[3])
+                qid, doc = qid.strip(), doc.strip()
+                try:
+                    grade = float(score)
+                except ValueError:
+                    if format == "beir" and number == 1:
+                        continue  # the header
+                    raise InputError(f"grade {score.strip()!r} is not a number (query {qid})", source=str(path), line=number) from None
+                if not math.isfinite(grade):
+                    raise InputError(f"grade {score.strip()!r} is not a finite number (query {qid})", source=str(path), line=number)
+                pairs = seen.setdefault(qid, set())
+                if doc in pairs:
+                    raise InputError(f"query {qid} judges document {doc} twice", source=str(path), line=number)
+                pairs.add(doc)
+                if grade > 0:
+                    qrels.judgments.setdefault(qid, {})[doc] = grade
+                else:
+                    qrels.dropped += 1
+        except UnicodeDecodeError as error:
+            raise InputError(f"not UTF-8 text ({error.reason})", source=str(path)) from None
+    qrels.judged = set(seen)
+    return qrels
+
+
+class _Query(BaseModel):
+    id: str = Field(min_length=1)
+    text: str
+    embedding: list[float] | None = None
+
+
+def _queries(path: Path) -> Iterator[_Query]:
+    """Queries from JSONL ({_id or id, text, embedding?}; other keys ignored) or TSV (`id<TAB>text`)."""
+    if path.suffix.lower() in {".tsv", ".txt"}:
+        with open_text(path) as handle:
+            try:
+                for number, line in enumerate(handle, start=1):
+                    if not line.strip():
+                        continue
+                    qid, tab, text = line.rstrip("\r\n").partition("\t")
+                    if not tab or not qid.strip():
+                        raise InputError("expected `id<TAB>text`", source=str(path), line=number)
+                    yield _Query(id=qid.strip(), text=text)
+            except UnicodeDecodeError as error:
+                raise InputError(f"not UTF-8 text ({error.reason})", source=str(path)) from None
+        return
+    for line, raw in json_rows(path):
+        raw = dict(raw)
+        take_id(raw, path, line)
+        kept = {k: raw[k] for k in ("id", "text", "embedding") if k in raw and raw[k] is not None}
+        yield validate_row(_Query, kept, raw, path, line)
+
+
+class QuestionStream(Iterable[Question]):
+    """Questions joined from a queries file and judgments, streamed; iterate once.
+
+    After iterating: `skipped` counts the queries with no relevant judgment (not loaded), `labels`
+    the judgments loaded. Judgments naming a query the queries file lacks are refused.
+    """
+
+    def __init__(self, queries: Path, qrels: Qrels, *, split: str | None = None, embeddings: Path | None = None) -> None:
+        self.queries = queries
+        self.qrels = qrels
+        self.split = split if split in QUESTION_SPLITS else None
+        self.embeddings = embeddings
+        self.skipped = 0
+        self.labels = 0
+
+    def __iter__(self) -> Iterator[Question]:
+        rows: Iterable[Any] = _queries(self.queries)
+        if self.embeddings is not None:
+            rows = with_sidecar_embeddings(rows, self.embeddings)
+        seen: set[str] = set()
+        for query in rows:
+            seen.add(query.id)
+            judged = self.qrels.judgments.get(query.id)
+            if not judged:
+                self.skipped += 1
+                continue
+            self.labels += len(judged)
+            yield Question(id=query.id, text=query.text, embedding=query.embedding,
+                           relevant=[_label(doc) for doc in judged], grades=list(judged.values()), split=self.split)
+        unknown = sorted(self.qrels.judged - seen)
+        if unknown:
+            raise InputError(f"judgments for queries that {self.queries.name} lacks: {_listing(unknown)}", source=self.qrels.source)
+
+
+def _label(doc: str) -> str:
+    """A qrels document id as a label: a label `article:x` means the record x, so an id that itself
+    starts with `article:` is written `article:<id>` to name that record and not another."""
+    return f"article:{doc}" if doc.startswith("article:") else doc
+
+
+def _listing(ids: list[str], shown: int = 5) -> str:
+    more = f" (and {len(ids) - shown} more)" if len(ids) > shown else ""
+    return ", ".join(ids[:shown]) + more
+
+
+def read_beir(folder: Path, *, split: str = "test") -> tuple[Iterator[Article], QuestionStream]:
+    """A BEIR folder's documents and its questions for `split` (queries joined with qrels/<split>.tsv)."""
+    folder = Path(folder)
+    corpus, queries, qrels = folder / "corpus.jsonl", folder / "queries.jsonl", folder / "qrels" / f"{split}.tsv"
+    for needed in (corpus, queries, qrels):
+        if not needed.is_file():
+            hint = f" (splits here: {', '.join(sorted(p.stem for p in (folder / 'qrels').glob('*.tsv')))})" if needed == qrels and (folder / "qrels").is_dir() else ""
+            raise InputError(f"not a BEIR folder: {needed.relative_to(folder)} is missing{hint}", source=str(folder))
+    return beir_documents(folder), _beir_questions(folder, split)
+
+
+def beir_documents(folder: Path) -> Iterator[Article]:
+    corpus = folder / "corpus.jsonl"
+    documents = iter_documents_jsonl(corpus)
+    sidecar = sidecar_path(corpus)
+    return with_sidecar_embeddings(documents, sidecar) if sidecar else documents
+
+
+def _beir_questions(folder: Path, split: str) -> QuestionStream:
+    queries = folder / "queries.jsonl"
+    return QuestionStream(queries, read_qrels(folder / "qrels" / f"{split}.tsv", format="beir"),
+                          split=split, embeddings=sidecar_path(queries))
+
+
+# ------------------------------------------------------------------------------- sidecar files
+
+
+def sidecar_path(path: Path) -> Path | None:
+    """`embeddings/<name>.jsonl` beside a data file, if it exists."""
+    candidate = Path(path).parent / "embeddings" / f"{Path(path).stem}.jsonl"
+    return candidate if candidate.is_file() else None
+
+
+def _sidecar_rows(path: Path) -> Iterator[tuple[str, list[float]]]:
+    for line, raw in json_rows(path):
+        raw = dict(raw)
+        take_id(raw, path, line)
+        ident, vector = raw.get("id"), raw.get("embedding")
+        if not isinstance(ident, str) or not ident:
+            raise InputError("each line needs an _id", source=str(path), line=line)
+        if not isinstance(vector, list) or not all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in vector):
+            raise InputError(f"embedding: must be a list of numbers (id {ident!r})", source=str(path), line=line)
+        yield ident, [float(x) for x in vector]
+
+
+E = TypeVar("E", Article, Question, _Query)
+
+
+def with_sidecar_embeddings(items: Iterable[E], path: Path) -> Iterator[E]:
+    """`items` with the embeddings they lack taken from a sidecar JSONL file of {_id, embedding}.
+
+    Both files are read together: when the sidecar lists ids in the data's order (the usual case)
+    nothing is held in memory; otherwise sidecar rows read ahead of their item wait in a dict.
+    Sidecar rows for ids the data lacks are ignored. An embedding in the data wins over the sidecar.
+    """
+    sidecar = _sidecar_rows(path)
+    ahead: dict[str, list[float]] = {}
+    exhausted = False
+    for item in items:
+        if item.embedding is None:
+            vector = ahead.pop(item.id, None)
+            while vector is None and not exhausted:
+                found = next(sidecar, None)
+                if found is None:
+                    exhausted = True
+                elif found[0] == item.id:
+                    vector = found[1]
+                else:
+                    ahead[found[0]] = found[1]
+            if vector is not None:
+                item = item.model_copy(update={"embedding": vector})
+        yield item
+
+
+# -------------------------------------------------------------------------------- by format

@@ -1,0 +1,311 @@
+"""Bulk ingest of documents and golden-set questions: all or nothing, in bounded memory.
+
+How a load runs (the engine facts behind each step are in SURREALDB.md, "Loading"):
+
+1. What a killed load left unfinished is put right (`recover_loads`): an unfinished move is undone,
+   and its staging tables (`_ingest_*`) are removed.
+2. Rows are checked one at a time (embedding dimension, labels, grades) and written in batches of
+   `batch_size`, one `INSERT ... RETURN NONE` per batch, into a schemaless staging table
+   `_ingest_<table>`. Embeddings the rows lack are computed by `embedder`, one call per batch.
+   Python holds one batch at a time, plus the ids seen (to find duplicates).
+3. Problems that need every row are collected and refused together, in one message: duplicate
+   ids, labels naming documents that do not exist, questions with no labels, rows with no
+   embedding and no embedder to compute one.
+4. The staged rows move into place: (re)define the corpus table, remove its HNSW index, write
+   every staged row by id (replacing a record that exists, so labels pointing at it stay valid;
+   the BM25 index is kept up to date as rows are written), remove the staging table. Up to
+   MOVE_PART rows this is one transaction. A larger move commits MOVE_PART rows per transaction,
+   saving what each write replaces in an undo table, under a journal row (surql/ingest.surql)
+   that makes the move all-or-nothing all the same: a failure, or the next load or open of the
+   store after a killed one, undoes it (`recover_loads`). Between parts an embedded store may be
+   reopened to flush (`Database.relieve`): its engine never flushes on its own.
+5. The HNSW index is defined again and built in one pass over the whole table (the embedded engine
+   never builds an HNSW graph in the background), in the transaction that closes the journal.
+   This cannot be the transaction that wrote the rows: an index defined in the transaction that
+   inserted the rows is built from the rows committed before it, and comes out empty.
+
+Any failure before the index build undoes the move and removes the staging tables: the database is
+exactly as it was. (Should the index build itself fail, the rows stay loaded, and the next load or
+open of the store builds the index.) Nothing here prints: progress goes to a callback,
+`progress(step, done, total)`, called as each batch or step completes (`total` None if unknown).
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Callable, Iterable
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel
+from surrealdb import RecordID
+
+from ..errors import ConfigError, SurrealEvalError
+from ..models import Article, Question
+from ..store.connection import Database, record_str
+from ..store.journal import STAGING_PREFIX, STALE_LOAD, UNDO_PREFIX, recover_loads, remove_staging, staging_tables
+from ..store.schema import DOCUMENTS, HARNESS_SCRIPTS, corpus_tables, identifier, surql_dir
+from .embedding import Embedder
+from .move import Move, move_all
+from .staging import Load, Problems, Progress, stage_documents, stage_questions
+
+log = logging.getLogger(__name__)
+
+__all__ = [
+    "DEFAULT_BATCH_SIZE",
+    "STAGING_PREFIX",
+    "DatasetReport",
+    "LoadReport",
+    "Progress",
+    "load_beir",
+    "load_corpus",
+    "load_dataset",
+    "load_golden",
+    "record_ingest",
+    "recover_loads",
+    "staging_tables",
+]
+
+#: Rows per INSERT into the staging table (measured on CISI, 384-d: 100 to 500 are equally fast).
+DEFAULT_BATCH_SIZE = 250
+QUESTIONS = "question"
+#: Tables of the harness that are not corpus tables.
+_NOT_CORPUS = {QUESTIONS, "eval_run", "eval_ranking", "eval_result", "harness_config", "harness_script", "corpus_table"}
+
+
+class LoadReport(BaseModel):
+    """What one load wrote into one table."""
+
+    table: str
+    loaded: int
+    #: rows read but not loaded: BEIR or TREC queries with no relevant judgment
+    skipped: int = 0
+    #: rows whose embedding the embedder computed
+    embedded: int = 0
+    #: labels loaded (questions only)
+    labels: int | None = None
+    #: staging INSERT statements (each at most batch_size rows)
+    batches: int = 0
+    seconds: float = 0.0
+    #: the dimension the harness was imported with by this load, if it was missing
+    harness_imported: int | None = None
+    #: the run the ingest recorded (surreal-eval watch), and why it could not, if it failed
+    run: str | None = None
+    evaluation_error: str | None = None
+
+
+class DatasetReport(BaseModel):
+    """A corpus and its golden set loaded together, all or nothing."""
+
+    corpus: LoadReport
+    golden: LoadReport
+    seconds: float
+
+
+# ------------------------------------------------------------------------------------ problems
+
+
+
+@cache
+def _harness_tables() -> frozenset[str]:
+    """Every table the harness's SurrealQL files define, read from them (none can be a corpus table)."""
+    defined = re.compile(r"DEFINE TABLE (?:OVERWRITE |IF NOT EXISTS )?(?!OVERWRITE\b|IF\b)(\w+)")  # not {{corpus}}
+    found = {name for script in HARNESS_SCRIPTS
+             for name in defined.findall((surql_dir() / f"{script}.surql").read_text(encoding="utf-8"))}
+    return frozenset((found | _NOT_CORPUS) - {DOCUMENTS})
+
+
+def _corpus_table(table: str) -> str:
+    identifier(table, what="corpus table")
+    if len(STAGING_PREFIX + table) > 63:
+        raise ConfigError(f"corpus table name {table!r} is too long: at most {63 - len(STAGING_PREFIX)} characters")
+    if table in _harness_tables() or table.startswith((STAGING_PREFIX, UNDO_PREFIX)):
+        raise ConfigError(f"{table!r} cannot be a corpus table: the harness uses that name")
+    return table
+
+
+def _not_another_table(db: Database, table: str) -> None:
+    """Refuse to (re)define as a corpus a table that exists and is not one (the user's own table)."""
+    tables = db.value("INFO FOR DB")["tables"]
+    if table in tables and ("corpus_table" not in tables or table not in corpus_tables(db)):
+        raise ConfigError(f"table {table} exists and is not a corpus table: load into another --table")
+
+
+def _run(load: Load, body: Callable[[], Any]) -> Any:
+    """Run a load after putting right what an earlier one left unfinished; on any failure undo what
+    it moved and remove its staging tables (the database is then as it was)."""
+    recover_loads(load.db, stale_after=None if load.db.settings.is_embedded else STALE_LOAD)
+    try:
+        return body()
+    except BaseException:
+        try:
+            recover_loads(load.db)
+        except Exception:  # the original error matters more than a failed clean-up
+            log.debug("could not undo the failed load", exc_info=True)
+        raise
+
+
+def _mark_ingest(db: Database, table: str, documents: int, source: str | None) -> dict[str, Any]:
+    """Record one ingest (which may evaluate, inside the database); its run, or why that failed."""
+    try:
+        return {"run": record_ingest(db, corpus=table, documents=documents, source=source)}
+    except SurrealEvalError as error:  # the documents are loaded; the evaluation after it is what failed
+        return {"evaluation_error": str(error)}
+
+
+def load_corpus(
+    db: Database,
+    documents: Iterable[Article],
+    *,
+    table: str = DOCUMENTS,
+    batch_size: int = DEFAULT_BATCH_SIZE,
+    embedder: Embedder | None = None,
+    progress: Progress | None = None,
+    create_harness: bool = False,
+    source: str | None = None,
+) -> LoadReport:
+    """Load documents into corpus table `table` (upsert by id), all or none, then build its indexes.
+
+    The load is then marked as one ingest (watch.record_ingest), which evaluates the golden set
+    inside the database when `surreal-eval watch` asked for it; the run is in the report.
+
+    Documents without an embedding are embedded by `embedder` (`title. content`); with none, they
+    are refused. `create_harness` imports the harness when it is missing, with the dimension of the
+    first embedding (otherwise a missing harness is a ConfigError).
+    """
+    table = _corpus_table(table)
+    _not_another_table(db, table)
+    load = Load(db, batch_size=batch_size, embedder=embedder, progress=progress, create_harness=create_harness)
+    staging = STAGING_PREFIX + table
+    kind = "article" if table == DOCUMENTS else "document"
+    problems = Problems("corpus")
+
+    def body() -> LoadReport:
+        staged, embedded = stage_documents(load, documents, staging, problems, kind)
+        problems.check()
+        report = LoadReport(table=table, loaded=len(staged), embedded=embedded, batches=load.batches)
+        if not staged:
+            remove_staging(db)
+            return report.model_copy(update={"seconds": load.seconds()})
+        load.ensure_harness()
+        move_all(load, [Move(staging, table, corpus=True)])
+        return report.model_copy(update={"seconds": load.seconds(), "harness_imported": load.harness_imported,
+                                         **_mark_ingest(db, table, len(staged), source)})
+
+    return _run(load, body)
+
+
+def load_golden(
+    db: Database,
+    questions: Iterable[Question],
+    *,
+    batch_size: int = DEFAULT_BATCH_SIZE,
+    embedder: Embedder | None = None,
+    progress: Progress | None = None,
+    create_harness: bool = False,
+) -> LoadReport:
+    """Load golden-set questions (upsert by id), all or none.
+
+    Refused together, in one message: duplicate ids, labels naming documents that do not exist,
+    questions with no labels, questions with no embedding (when no embedder is given). Refused at
+    once, naming the question: empty text, a label twice, grades that do not match the labels, an
+    embedding of the wrong dimension. `skipped` in the report is `questions.skipped` when the
+    questions come from a BEIR or TREC reader (queries with no judgment).
+    """
+    load = Load(db, batch_size=batch_size, embedder=embedder, progress=progress, create_harness=create_harness)
+    staging = STAGING_PREFIX + QUESTIONS
+    problems = Problems("golden set")
+
+    def body() -> LoadReport:
+        count, labels, embedded = stage_questions(load, questions, staging, problems, set())
+        problems.check()
+        report = LoadReport(table=QUESTIONS, loaded=count, skipped=getattr(questions, "skipped", 0),
+                            embedded=embedded, labels=labels, batches=load.batches)
+        if count:
+            load.ensure_harness()
+            move_all(load, [Move(staging, QUESTIONS, corpus=False)])
+        else:
+            remove_staging(db)
+        return report.model_copy(update={"seconds": load.seconds(), "harness_imported": load.harness_imported})
+
+    return _run(load, body)
+
+
+def load_dataset(
+    db: Database,
+    documents: Iterable[Article],
+    questions: Iterable[Question],
+    *,
+    batch_size: int = DEFAULT_BATCH_SIZE,
+    embedder: Embedder | None = None,
+    progress: Progress | None = None,
+    create_harness: bool = False,
+    source: str | None = None,
+) -> DatasetReport:
+    """Load documents into `article` and the golden set that labels them, all or nothing.
+
+    Labels may name documents of this load or articles already stored. The documents' problems
+    are refused first (one message), then the golden set's (one message).
+    """
+    load = Load(db, batch_size=batch_size, embedder=embedder, progress=progress, create_harness=create_harness)
+    doc_staging, question_staging = STAGING_PREFIX + DOCUMENTS, STAGING_PREFIX + QUESTIONS
+    doc_problems, question_problems = Problems("corpus"), Problems("golden set")
+
+    def body() -> DatasetReport:
+        staged, doc_embedded = stage_documents(load, documents, doc_staging, doc_problems, "article")
+        doc_problems.check()
+        doc_batches = load.batches
+        count, labels, q_embedded = stage_questions(load, questions, question_staging, question_problems, staged)
+        question_problems.check()
+        load.ensure_harness()
+        moves = [Move(doc_staging, DOCUMENTS, corpus=True)] if staged else []
+        moves += [Move(question_staging, QUESTIONS, corpus=False)] if count else []
+        move_all(load, moves)
+        remove_staging(db)
+        seconds = load.seconds()
+        return DatasetReport(
+            corpus=LoadReport(table=DOCUMENTS, loaded=len(staged), embedded=doc_embedded, batches=doc_batches,
+                              seconds=seconds, harness_imported=load.harness_imported,
+                              **(_mark_ingest(db, DOCUMENTS, len(staged), source) if staged else {})),
+            golden=LoadReport(table=QUESTIONS, loaded=count, skipped=getattr(questions, "skipped", 0),
+                              embedded=q_embedded, labels=labels, batches=load.batches - doc_batches, seconds=seconds),
+            seconds=seconds,
+        )
+
+    return _run(load, body)
+
+
+def load_beir(
+    db: Database,
+    folder: Path | str,
+    *,
+    split: str = "test",
+    batch_size: int = DEFAULT_BATCH_SIZE,
+    embedder: Embedder | None = None,
+    progress: Progress | None = None,
+    create_harness: bool = False,
+) -> DatasetReport:
+    """Load a BEIR folder (corpus.jsonl, queries.jsonl, qrels/<split>.tsv, embeddings/ if present)
+    into `article` and `question` all or nothing; queries with no judgment are skipped and counted."""
+    from .readers import read_beir
+
+    documents, questions = read_beir(Path(folder), split=split)
+    return load_dataset(db, documents, questions, batch_size=batch_size, embedder=embedder,
+                        progress=progress, create_harness=create_harness, source=str(folder))
+
+
+def record_ingest(db: Database, *, corpus: str, documents: int, source: str | None = None) -> str | None:
+    """Mark one ingest of `documents` records into `corpus`; returns the run it triggered, if any.
+
+    An ingest (one batch load of a corpus table, not each row) creates one `ingest` row; the
+    `evaluate_after_ingest` event (surql/evaluate.surql) then records a run inside the database, in
+    the same transaction, when `surreal-eval watch` asked for it (runs.watch).
+    """
+    marker = db.value(
+        "RETURN (CREATE ONLY ingest CONTENT { corpus: $corpus, documents: $documents, source: $source }).id",
+        {"corpus": corpus, "documents": documents, "source": source},
+    )
+    run = db.value("RETURN $marker.run", {"marker": marker})
+    return record_str(run) if isinstance(run, RecordID) else None

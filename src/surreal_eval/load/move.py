@@ -1,0 +1,121 @@
+"""Moving staged rows into place, all or nothing, and building the corpus table's HNSW index after."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ..errors import QueryFailed, SurrealEvalError
+from ..store import journal
+from ..store.journal import UNDO_PREFIX, build_hnsw, corpus_template, index_statements, remove_staging
+from ..store.schema import statement
+from .staging import Load, batches
+
+__all__ = ["Move", "move_all"]
+
+
+@dataclass(frozen=True)
+class Move:
+    """Staged rows to move into `target`; a corpus table loses its HNSW index while they move."""
+
+    staging: str
+    target: str
+    corpus: bool
+
+    @property
+    def undo(self) -> str:
+        return UNDO_PREFIX + self.target
+
+
+def _begin(move: Move, position: int, dimension: int, described: dict[str, Any]) -> str:
+    """Statements opening a move: its journal row and undo table, and for a corpus table its
+    (re)definition with its BM25 index (kept up to date by the move, a part at a time: built over
+    the whole table in one statement, it writes ~18 KB a document, and past ~100,000 documents that
+    is more than the embedded store takes between two flushes) and without its HNSW index (built
+    again after the move, in one pass: the embedded engine never builds a graph row by row).
+    `described` holds INFO FOR TABLE of each target table that exists."""
+    existed = move.target in described
+    opening = statement("DEFINE TABLE OVERWRITE {{undo}} SCHEMALESS PERMISSIONS NONE;\n"
+                   "UPSERT type::record('ingest_journal', '{{target}}') CONTENT {undo: '{{undo}}', "
+                   f"existed: {'true' if existed else 'false'}, corpus: {'true' if move.corpus else 'false'}, "
+                   f"position: {int(position)}, state: 'moving', started: time::now(), updated: time::now()}} RETURN NONE;",
+                   undo=move.undo, target=move.target)
+    if not move.corpus:
+        return opening
+    indexes = described.get(move.target, {}).get("indexes", {})
+    statements = [opening, corpus_template("corpus", move.target, dimension),
+                  statement("REMOVE INDEX IF EXISTS {{vectors}} ON {{corpus}};", corpus=move.target,
+                       vectors=f"{move.target}_embedding")]
+    if f"{move.target}_content" not in indexes:
+        statements.append(index_statements(move.target, dimension)[f"{move.target}_content"])
+    return "\n".join(statements)
+
+
+def _finish(move: Move) -> str:
+    """Statements closing a move whose rows are all in place: a corpus table goes on to 'indexing'.
+    (Its staging and undo tables are removed after, each in a statement of its own: removing every
+    row of a large table is a large write, and leftovers are removed by the next load or open.)"""
+    if move.corpus:
+        return statement("UPDATE type::record('ingest_journal', '{{target}}') SET state = 'indexing' RETURN NONE;",
+                    target=move.target)
+    return statement("DELETE type::record('ingest_journal', '{{target}}');", target=move.target)
+
+
+def move_all(load: Load, moves: list[Move]) -> None:
+    """Move the staged rows of `moves` into place (replacing records that exist, keeping their ids, so
+    labels pointing at them stay valid), then build the corpus tables' HNSW indexes.
+
+    At most MOVE_PART rows: one transaction. More: one transaction opens the moves (journal, undo
+    tables), one per MOVE_PART rows moves them, one closes them; a failure, or the next load or open
+    of the store after a killed one, undoes what was moved (`recover_loads`). A move writes one
+    record at a time, never one INSERT of every row: in one transaction the engine takes time
+    superlinear in the rows for a many-row INSERT or UPSERT (7,300 CISI-sized rows: 40 s).
+    """
+    db = load.db
+    keys = [db.value("SELECT VALUE record::id(id) FROM type::table($t)", {"t": m.staging}) for m in moves]
+    tables = db.value("INFO FOR DB")["tables"]
+    described = {m.target: db.value(statement("INFO FOR TABLE {{t}}", t=m.target)) for m in moves if m.target in tables}
+    dimension = load.dimension or 0
+    begin = "\n".join(_begin(m, i, dimension, described) for i, m in enumerate(moves))
+    finish = "\n".join(_finish(m) for m in moves)
+    total, done = sum(len(k) for k in keys), 0
+    step = f"moving into {' and '.join(m.target for m in moves)}"
+    load.step(step, 0, total)
+    if total <= journal.MOVE_PART:
+        # LET, not RETURN: a RETURN inside a transaction ends it, and the statements after it never run
+        calls = [f"LET $moved{i} = fn::move_staged($s{i}, $t{i}, $u{i}, $k{i});" for i in range(len(moves))]
+        params: dict[str, Any] = {}
+        for i, (m, k) in enumerate(zip(moves, keys)):
+            params.update({f"s{i}": m.staging, f"t{i}": m.target, f"u{i}": m.undo, f"k{i}": k})
+        db.atomic("\n".join([begin, *calls, finish]), params)
+        load.step(step, total, total)
+    else:
+        db.atomic(begin)
+        for move, move_keys in zip(moves, keys):
+            for part in batches(move_keys, journal.MOVE_PART):
+                db.value("RETURN fn::move_staged($staging, $target, $undo, $keys)",
+                         {"staging": move.staging, "target": move.target, "undo": move.undo, "keys": part})
+                done += len(part)
+                load.step(step, done, total)
+                db.relieve()
+        db.atomic(finish)
+    remove_staging(db)
+    for move in moves:
+        if move.corpus:
+            _build_indexes(load, move.target)
+
+
+def _build_indexes(load: Load, table: str) -> None:
+    """Define `table`'s HNSW index over its committed rows, built in one pass (its BM25 index was
+    kept up to date by the move).
+
+    This cannot share the move's transaction: an index defined in the transaction that inserted
+    the rows is built from the rows committed before it, and comes out empty.
+    """
+    load.step("building indexes", 0, 1)
+    try:
+        build_hnsw(load.db, table, load.dimension or 0)
+    except SurrealEvalError as error:
+        raise QueryFailed(f"the rows of {table} were loaded but its HNSW index could not be built ({error}): "
+                          "the next load, or the next open of this store, builds it") from error
+    load.step("building indexes", 1, 1)

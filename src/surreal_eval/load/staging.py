@@ -1,0 +1,285 @@
+"""Staging a load: rows checked one at a time and written in batches into a schemaless staging table.
+
+Python holds one batch at a time, plus the ids seen (to find duplicates). Problems that need every
+row (duplicate ids, labels to unknown documents, questions with no labels or no embedding) are
+collected in `Problems` and refused together, in one line.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any
+
+from ..errors import ConfigError, EmbeddingFailed, InputError
+from ..models import Article, Question
+from ..store.connection import Database, record_str, to_record
+from ..store.schema import DOCUMENTS, HarnessConfig, harness_config, import_harness, statement
+from .embedding import Embedder
+
+__all__ = ["Progress", "Problems", "Load", "batches", "stage_documents", "stage_questions"]
+
+#: How many ids a refusal lists per kind of problem before "(and N more)".
+SHOWN = 5
+#: Labels checked for existence per query.
+_EXISTS_CHUNK = 1000
+
+#: progress(step, done, total): a step ("staging documents", "embedding", "building indexes", …)
+#: has done `done` of `total` units (None: unknown).
+Progress = Callable[[str, int, "int | None"], None]
+
+
+class Problems:
+    """Problems that need every row to be found, refused together in one line."""
+
+    def __init__(self, what: str) -> None:
+        self.what = what
+        self.shown: dict[str, list[str]] = {}
+        self.counts: dict[str, int] = {}
+
+    def add(self, kind: str, entry: str) -> None:
+        self.counts[kind] = self.counts.get(kind, 0) + 1
+        shown = self.shown.setdefault(kind, [])
+        if len(shown) < SHOWN:
+            shown.append(entry)
+
+    def check(self) -> None:
+        if not self.counts:
+            return
+        parts = []
+        for kind, count in self.counts.items():
+            more = f" (and {count - SHOWN} more)" if count > SHOWN else ""
+            parts.append(f"{kind}: {', '.join(self.shown[kind])}{more}")
+        raise InputError(f"{self.what} refused: {'; '.join(parts)}")
+
+
+# -------------------------------------------------------------------------------------- loading
+
+
+class Load:
+    """One load: the database, the dimension every embedding must have, and the options."""
+
+    def __init__(
+        self,
+        db: Database,
+        *,
+        batch_size: int,
+        embedder: Embedder | None,
+        progress: Progress | None,
+        create_harness: bool,
+    ) -> None:
+        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+            raise ConfigError(f"batch size must be a whole number of at least 1, got {batch_size!r}")
+        self.db = db
+        self.batch_size = batch_size
+        self.embedder = embedder
+        self.progress = progress
+        self.started = time.perf_counter()
+        config = harness_config(db)
+        if config is None and not create_harness:
+            raise ConfigError("the harness is not imported here: run `surreal-eval init --dimension N` first")
+        self.dimension: int | None = config.dimension if config else None
+        self.learnt = config is None  # the dimension comes from the first embedding of this load
+        self.harness_imported: int | None = None
+        self.batches = 0
+
+    def step(self, name: str, done: int, total: int | None = None) -> None:
+        if self.progress is not None:
+            self.progress(name, done, total)
+
+    def seconds(self) -> float:
+        return round(time.perf_counter() - self.started, 3)
+
+    # -- embeddings
+
+    def check_embedding(self, kind: str, ident: str, vector: list[float]) -> None:
+        if self.dimension is None:
+            self.dimension = len(vector)
+            if not 0 < self.dimension <= 16384:
+                raise InputError(f"{kind} {ident!r}: embedding has {len(vector)} values (1 to 16384 expected)")
+        if len(vector) != self.dimension:
+            expected = "the first embedding of this load has" if self.learnt else "the index expects"
+            raise InputError(f"{kind} {ident!r}: embedding has {len(vector)} values, {expected} {self.dimension}")
+        if not all(math.isfinite(x) for x in vector):
+            raise InputError(f"{kind} {ident!r}: embedding has a value that is not a finite number")
+
+    def embed(self, texts: list[str]) -> list[list[float]]:
+        name = getattr(self.embedder, "name", type(self.embedder).__name__)
+        # an empty text still needs a vector (the document stays in the corpus); endpoints refuse ""
+        vectors = self.embedder.embed([t if t.strip() else " " for t in texts])
+        if len(vectors) != len(texts):
+            raise EmbeddingFailed(f"embedder {name} returned {len(vectors)} vectors for {len(texts)} texts")
+        if self.dimension is not None and vectors and len(vectors[0]) != self.dimension:
+            raise EmbeddingFailed(
+                f"embedder {name} makes {len(vectors[0])}-d vectors, the index expects {self.dimension}: "
+                "use the embedder the corpus was embedded with, or a database initialised for that dimension")
+        return [[float(x) for x in v] for v in vectors]
+
+    # -- statements
+
+    def insert(self, staging: str, rows: list[dict[str, Any]]) -> None:
+        if rows:  # staged as {id, row}: the move writes `row` as the record's content
+            staged = [{"id": r["id"], "row": {k: v for k, v in r.items() if k != "id"}} for r in rows]
+            self.db.query(statement("INSERT INTO {{staging}} $rows RETURN NONE", staging=staging), {"rows": staged})
+            self.batches += 1
+            self.db.relieve()
+
+    def ensure_harness(self) -> None:
+        """Import the harness with the dimension of this load's embeddings, if it is missing."""
+        if not self.learnt:
+            return
+        if self.dimension is None:
+            raise InputError("nothing to load: no embedding was read, so the index dimension is unknown")
+        import_harness(self.db, HarnessConfig(dimension=self.dimension))
+        self.harness_imported = self.dimension
+        self.learnt = False
+
+
+
+def batches(items: Iterable[Any], size: int) -> Iterator[list[Any]]:
+    batch: list[Any] = []
+    for item in items:
+        batch.append(item)
+        if len(batch) >= size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
+
+
+
+def _document_text(doc: Article) -> str:
+    """What an embedder embeds for a document: `title. content` (the convention of the CISI set)."""
+    if doc.title and doc.content:
+        return f"{doc.title}. {doc.content}"
+    return doc.content or doc.title
+
+
+def stage_documents(load: Load, documents: Iterable[Article], staging: str, problems: Problems, kind: str) -> tuple[set[str], int]:
+    """Stage every document; returns the ids staged and how many the embedder embedded."""
+    load.db.query(statement("DEFINE TABLE OVERWRITE {{staging}} SCHEMALESS", staging=staging))
+    seen: set[str] = set()
+    embedded = 0
+    step = f"staging {kind}s"
+    load.step(step, 0)
+
+    def unique() -> Iterator[Article]:
+        for doc in documents:
+            if doc.id in seen:
+                problems.add("duplicate ids", doc.id)
+                continue
+            seen.add(doc.id)
+            yield doc
+
+    done = 0
+    for batch in batches(unique(), load.batch_size):
+        missing = [d for d in batch if d.embedding is None]
+        vectors: dict[str, list[float]] = {}
+        if missing and load.embedder is not None:
+            vectors = dict(zip((d.id for d in missing), load.embed([_document_text(d) for d in missing])))
+            embedded += len(missing)
+        rows = []
+        for doc in batch:
+            vector = doc.embedding if doc.embedding is not None else vectors.get(doc.id)
+            if vector is None:
+                problems.add(f"{kind}s without an embedding (give an embedder to compute them)", doc.id)
+                continue
+            load.check_embedding(kind, doc.id, vector)
+            row = doc.model_dump(exclude_none=True)
+            row["embedding"] = vector
+            if doc.doc is not None:
+                row["doc"] = to_record(doc.doc, DOCUMENTS)
+            rows.append(row)
+        load.insert(staging, rows)
+        done += len(batch)
+        load.step(step, done)
+    return seen, embedded
+
+
+
+def _question_row(question: Question) -> dict[str, Any]:
+    """A question as a staged row, refused with its id if it breaks a rule of the golden set."""
+    qid = question.id
+    if not question.text.strip():
+        raise InputError(f"question {qid!r}: the text is empty")
+    labels = [to_record(r, DOCUMENTS) for r in question.relevant]
+    names = [record_str(r) for r in labels]
+    if len(set(names)) != len(names):
+        twice = next(n for n in names if names.count(n) > 1)
+        raise InputError(f"question {qid!r}: the same article is labelled twice ({twice})")
+    if question.grades is not None and len(question.grades) != len(labels):
+        raise InputError(f"question {qid!r}: {len(question.grades)} grades for {len(labels)} labels")
+    if question.grades is not None and any(not (g > 0 and math.isfinite(g)) for g in question.grades):
+        raise InputError(f"question {qid!r}: every grade must be a number above 0")
+    row = question.model_dump(exclude_none=True)
+    row["relevant"] = labels
+    if question.passages:
+        for passage in question.passages:
+            if record_str(to_record(passage.doc, DOCUMENTS)) not in names:
+                raise InputError(f"question {qid!r}: passage of {passage.doc} quotes a document that is not among its labels")
+            if not passage.quote.strip():
+                raise InputError(f"question {qid!r}: passage of {passage.doc} has an empty quote")
+        row["passages"] = [{**p.model_dump(), "doc": to_record(p.doc, DOCUMENTS)} for p in question.passages]
+    return row
+
+
+def stage_questions(
+    load: Load, questions: Iterable[Question], staging: str, problems: Problems, staged_documents: set[str]
+) -> tuple[int, int, int]:
+    """Stage every question; returns (questions staged, labels, embedded by the embedder)."""
+    load.db.query(statement("DEFINE TABLE OVERWRITE {{staging}} SCHEMALESS", staging=staging))
+    seen: set[str] = set()
+    to_check: dict[str, tuple[Any, str]] = {}  # label -> (record, first question naming it)
+    counts = {"questions": 0, "labels": 0, "embedded": 0}
+    load.step("staging questions", 0)
+
+    def valid() -> Iterator[tuple[Question, dict[str, Any]]]:
+        for question in questions:
+            if question.id in seen:
+                problems.add("duplicate ids", question.id)
+                continue
+            seen.add(question.id)
+            if not question.relevant:
+                problems.add("questions with no labels", question.id)
+                continue
+            row = _question_row(question)
+            for label in row["relevant"]:
+                if not (label.table_name == DOCUMENTS and label.id in staged_documents):
+                    to_check.setdefault(record_str(label), (label, question.id))
+            yield question, row
+
+    done = 0
+    for batch in batches(valid(), load.batch_size):
+        missing = [q for q, _ in batch if q.embedding is None]
+        vectors: dict[str, list[float]] = {}
+        if missing and load.embedder is not None:
+            vectors = dict(zip((q.id for q in missing), load.embed([q.text for q in missing])))
+            counts["embedded"] += len(missing)
+        rows = []
+        for question, row in batch:
+            vector = question.embedding if question.embedding is not None else vectors.get(question.id)
+            if vector is None:
+                problems.add("questions without an embedding (give an embedder to compute them)", question.id)
+                continue
+            load.check_embedding("question", question.id, vector)
+            row["embedding"] = vector
+            rows.append(row)
+            counts["labels"] += len(row["relevant"])
+        load.insert(staging, rows)
+        counts["questions"] += len(rows)
+        done += len(batch)
+        load.step("staging questions", done)
+
+    for chunk in batches(list(to_check.values()), _EXISTS_CHUNK):
+        missing_labels = load.db.value(
+            "RETURN $labels.filter(|$r| !record::exists($r))", {"labels": [label for label, _ in chunk]})
+        gone = {record_str(r) for r in missing_labels}
+        for label, owner in chunk:
+            if record_str(label) in gone:
+                problems.add("labels to unknown documents", f"{owner} -> {record_str(label)}")
+    return counts["questions"], counts["labels"], counts["embedded"]
+
+
+# --------------------------------------------------------------------------------- public API
+

@@ -1,0 +1,159 @@
+"""Terminal rendering of comparisons, gates and slices for the CLI (rich tables). The library never prints."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from ..analysis.compare import Comparison, PairedDelta, RetrieverComparison
+from ..analysis.gate import GateResult
+from ..analysis.slices import Slice
+
+__all__ = ["show_comparison", "show_retriever_comparison", "show_gate", "show_slices"]
+
+
+def _short(question: str) -> str:
+    return question.split(":", 1)[-1]
+
+
+def _run(run: str, label: str | None) -> str:
+    return escape(run + (f" ({label})" if label else ""))
+
+
+def _questions(deltas, limit: int = 12) -> str:
+    shown = ", ".join(f"{_short(d.question)} {d.before:.2f}→{d.after:.2f}" for d in deltas[:limit])
+    more = f" (and {len(deltas) - limit} more)" if len(deltas) > limit else ""
+    return escape(shown + more)
+
+
+def _warnings(console: Console, warnings: list[str]) -> None:
+    for warning in warnings:
+        style = "bold red" if warning.startswith("WARNING") else "yellow"
+        console.print(f"[{style}]{escape(warning)}[/{style}]")
+
+
+def _delta_table(title: str, first: str, rows: list[tuple[str, PairedDelta]], a: str, b: str) -> Table:
+    table = Table(title=title)
+    for column in (first, "metric", a, b, "difference [95% CI]", "p", "fixed", "broken"):
+        table.add_column(column, justify="left" if column in (first, "metric") else "right")
+    for name, row in rows:
+        p = f"{row.p_value:.4f}" + ("" if row.exact else "~")
+        table.add_row(
+            name, row.metric, f"{row.mean_a:.3f}", f"{row.mean_b:.3f}",
+            f"{row.difference:+.3f} [{row.low:+.3f}, {row.high:+.3f}]", p,
+            str(len(row.fixed)) if row.fixed else "-", str(len(row.broken)) if row.broken else "-",
+        )
+    return table
+
+
+def _changed_questions(console: Console, rows: list[tuple[str, PairedDelta]]) -> None:
+    changed = [(name, row) for name, row in rows if row.fixed or row.broken]
+    if not changed:
+        console.print("no question changed its score")
+        return
+    console.print("[bold]questions that changed[/bold] (before→after):")
+    for name, row in changed:
+        if row.broken:
+            console.print(f"  {escape(name)} {row.metric} [red]broken[/red]: {_questions(row.broken)}")
+        if row.fixed:
+            console.print(f"  {escape(name)} {row.metric} [green]fixed[/green]: {_questions(row.fixed)}")
+
+
+def show_comparison(console: Console, comparison: Comparison) -> None:
+    """What changed between the runs, the paired difference per retriever and metric, and the questions fixed and broken."""
+    c = comparison
+    console.print(
+        f"[bold]A[/bold] {_run(c.run_a, c.label_a)} → [bold]B[/bold] {_run(c.run_b, c.label_b)}: "
+        f"paired over {c.shared} question{'s' if c.shared != 1 else ''} "
+        f"(A has {c.questions_a}, B has {c.questions_b})"
+    )
+    _warnings(console, c.warnings)
+    if c.changes:
+        table = Table(title="what changed between the runs")
+        for column in ("recorded", "A", "B"):
+            table.add_column(column)
+        for change in c.changes:
+            table.add_row(escape(change.field), escape(repr(change.a)), escape(repr(change.b)))
+        console.print(table)
+    else:
+        console.print("nothing recorded differs between the runs (parameters, corpus, golden set, harness, commit)")
+    for note in c.skipped:
+        console.print(f"not compared: {escape(note)}")
+    rows = [(r.retriever, r) for r in c.rows]
+    console.print(_delta_table("B - A per retriever and metric (p: paired randomization test; ~ sampled)", "retriever", rows, "A", "B"))
+    _changed_questions(console, rows)
+
+
+def show_retriever_comparison(console: Console, comparison: RetrieverComparison) -> None:
+    """Two retrievers of one run, paired by question."""
+    c = comparison
+    console.print(
+        f"run {_run(c.run, c.label)}: [bold]A[/bold] {escape(c.retriever_a)} → [bold]B[/bold] {escape(c.retriever_b)}"
+    )
+    _warnings(console, c.warnings)
+    rows = [(f"{c.retriever_a}→{c.retriever_b}", r) for r in c.rows]
+    console.print(_delta_table("B - A per metric (p: paired randomization test; ~ sampled)", "retrievers", rows,
+                               c.retriever_a, c.retriever_b))
+    _changed_questions(console, rows)
+
+
+def show_gate(console: Console, result: GateResult) -> None:
+    """Every check with its verdict, the broken questions of each failure, and PASS or FAIL."""
+    console.print(
+        f"gate: candidate {_run(result.candidate, result.candidate_label)} against baseline "
+        f"{_run(result.baseline, result.baseline_label)} (fail on a drop > {result.max_drop:g} with p < {result.alpha:g})"
+    )
+    _warnings(console, result.warnings)
+    table = Table()
+    for column in ("retriever", "metric", "baseline", "candidate", "drop", "p", "n", "verdict"):
+        table.add_column(column, justify="left" if column in ("retriever", "metric", "verdict") else "right")
+    for check in result.checks:
+        verdict = "[green]pass[/green]" if check.passed else "[bold red]FAIL[/bold red]"
+        table.add_row(
+            check.retriever, check.metric, f"{check.baseline:.3f}", f"{check.candidate:.3f}",
+            f"{check.drop:+.3f}", f"{check.p_value:.4f}", str(check.n), verdict,
+        )
+    console.print(table)
+    for check in result.checks:
+        if check.drop > result.max_drop or not check.passed:
+            console.print(f"{escape(check.retriever)} {check.metric}: {escape(check.reason)}")
+        if not check.passed:
+            console.print("  broken questions (baseline→candidate):")
+            for delta in check.broken:
+                console.print(f"    {escape(delta.question)}: {delta.before:.4f} → {delta.after:.4f}")
+    for note in result.skipped:
+        console.print(f"skipped: {escape(note)}")
+    if result.changes:
+        console.print("what changed: " + escape("; ".join(f"{c.field} {c.a!r} → {c.b!r}" for c in result.changes)))
+    failed = len(result.failures)
+    console.print(
+        "[bold green]PASS[/bold green]" if result.passed
+        else f"[bold red]FAIL[/bold red]: {failed} check{'s' if failed != 1 else ''} fell significantly"
+    )
+
+
+def show_slices(console: Console, rows: list[Slice]) -> None:
+    """One table per field: each value's question count, and per retriever the mean and interval."""
+    if not rows:
+        console.print("no slices")
+        return
+    retrievers = list(dict.fromkeys(r.retriever for r in rows))
+    for field in dict.fromkeys(r.by for r in rows):
+        mine = [r for r in rows if r.by == field]
+        if all(r.value is None for r in mine):
+            console.print(f"{field}: not set on any question")
+            continue
+        table = Table(title=f"{mine[0].metric} by {field} [95% bootstrap interval]")
+        table.add_column(field)
+        table.add_column("questions", justify="right")
+        for name in retrievers:
+            table.add_column(name, justify="right")
+        for value in dict.fromkeys(r.value for r in mine):
+            cells = {r.retriever: r for r in mine if r.value == value}
+            count = next(iter(cells.values())).questions
+            table.add_row(
+                escape("(not set)" if value is None else value), str(count),
+                *(f"{cells[n].mean:.3f} [{cells[n].low:.2f}, {cells[n].high:.2f}]" if n in cells else "-" for n in retrievers),
+            )
+        console.print(table)

@@ -1,0 +1,95 @@
+"""The CLI's core: the typer app and its groups, the global options, and how library errors become
+one line on stderr and an exit code. The commands live in the commands_* modules beside it."""
+
+from __future__ import annotations
+
+import logging
+import sys
+from typing import Annotated, Callable, NoReturn, Optional, TypeVar
+
+import typer
+from pydantic import SecretStr
+from rich.console import Console
+
+from ..errors import SurrealEvalError
+from ..store.connection import Database
+from ..store.opening import connect
+from ..store.schema import identifier
+from ..store.settings import DEFAULT_URL, Settings
+
+app = typer.Typer(
+    help="Retrieval evaluation that lives inside SurrealDB.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+load_app = typer.Typer(help="Load a corpus or a golden set from a file.", no_args_is_help=True)
+app.add_typer(load_app, name="load")
+export_app = typer.Typer(help="Write a run or the golden set as TREC files, for trec_eval or ranx.", no_args_is_help=True)
+app.add_typer(export_app, name="export")
+
+out = Console(highlight=False, width=None if sys.stdout.isatty() else 200)
+err = Console(stderr=True, highlight=False, soft_wrap=True)
+T = TypeVar("T")
+
+
+class State:
+    settings: Settings
+    debug: bool = False
+
+
+state = State()
+
+
+def fail(error: SurrealEvalError) -> NoReturn:
+    """Print `error` as one line on stderr and exit with its code (re-raise it with --debug)."""
+    if state.debug:
+        raise error
+    err.print(f"error: {error}", markup=False)
+    raise typer.Exit(error.exit_code)
+
+
+def run(action: Callable[[], T]) -> T:
+    """Run a library call; our errors become one line on stderr and their exit code."""
+    try:
+        return action()
+    except SurrealEvalError as error:
+        fail(error)
+
+
+def table_name(name: Optional[str], what: str) -> Optional[str]:
+    """A table name given on the command line, refused unless it is an identifier (None passes)."""
+    return None if name is None else run(lambda: identifier(name, what=what))
+
+
+def with_db(action: Callable[[Database], T]) -> T:
+    def call() -> T:
+        db = connect(state.settings)
+        try:
+            return action(db)
+        finally:
+            db.close()
+
+    return run(call)
+
+
+@app.callback()
+def main(
+    url: Annotated[str, typer.Option(envvar="SURREAL_EVAL_URL", help="mem://, surrealkv://PATH, ws://HOST:PORT or http://HOST:PORT.")] = DEFAULT_URL,
+    ns: Annotated[str, typer.Option("--ns", envvar="SURREAL_EVAL_NS", help="Namespace.")] = "surreal_eval",
+    db: Annotated[str, typer.Option("--db", envvar="SURREAL_EVAL_DB", help="Database.")] = "surreal_eval",
+    user: Annotated[Optional[str], typer.Option(envvar="SURREAL_EVAL_USER", help="User to sign in as (servers).")] = None,
+    password: Annotated[Optional[str], typer.Option("--pass", envvar="SURREAL_EVAL_PASS", help="Password; prefer the SURREAL_EVAL_PASS variable.", show_default=False)] = None,
+    access: Annotated[Optional[str], typer.Option(envvar="SURREAL_EVAL_ACCESS", help="Sign in through this record access (evaluator) as --user.")] = None,
+    debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks and debug logging.")] = False,
+) -> None:
+    """Retrieval evaluation that lives inside SurrealDB."""
+    state.settings = Settings(
+        url=url, namespace=ns, database=db, user=user or None,
+        password=SecretStr(password) if password else None, access=access or None,
+    )
+    state.debug = debug
+    logging.basicConfig(level=logging.DEBUG if debug else logging.WARNING, format="%(name)s: %(message)s")
+
+
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON instead of tables.")]

@@ -1,0 +1,106 @@
+"""Commands that analyse recorded runs: compare, gate, report, slices."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from ..errors import ConfigError
+from .app import JsonOpt, app, err, fail, out, run, with_db
+
+
+RunArg = Annotated[str, typer.Argument(help="Run: eval_run:ID, ID, latest or previous (see `surreal-eval history`).")]
+
+
+@app.command()
+def compare(
+    run_a: RunArg,
+    run_b: Annotated[Optional[str], typer.Argument(help="Run B (after); omit it to compare two --retriever of run A.")] = None,
+    metric: Annotated[Optional[list[str]], typer.Option(help="NAME@K, or NAME for every shared k (default: every metric at every shared k).")] = None,
+    retriever: Annotated[Optional[list[str]], typer.Option(help="Only these retrievers (default: all both runs have); without RUN_B, exactly two.")] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Compare run A with run B per retriever and metric: mean difference, interval, p-value, questions fixed and broken."""
+    from . import analysis_tables as display_compare
+    from ..analysis.compare import compare_retrievers, compare_runs
+
+    if run_b is None:
+        names = [n.strip() for r in retriever or [] for n in r.split(",") if n.strip()]
+        if len(names) != 2:
+            fail(ConfigError("give RUN_B, or two --retriever to compare within run A (e.g. --retriever hybrid --retriever hybrid_floor)"))
+        within = with_db(lambda db: compare_retrievers(db, run_a, names[0], names[1], metric))
+        if as_json:
+            out.print_json(within.model_dump_json())
+            return
+        display_compare.show_retriever_comparison(out, within)
+        return
+    result = with_db(lambda db: compare_runs(db, run_a, run_b, metrics=metric, retrievers=retriever))
+    if as_json:
+        out.print_json(result.model_dump_json())
+        return
+    display_compare.show_comparison(out, result)
+
+
+@app.command()
+def gate(
+    baseline: Annotated[str, typer.Option(help="Run the candidate must hold up against: a run id, previous, or latest (the newest run before the candidate).")] = "latest",
+    candidate: Annotated[Optional[str], typer.Option(help="Run under test (default: the latest run).")] = None,
+    metric: Annotated[Optional[list[str]], typer.Option(help="Metric at a cutoff to gate on, e.g. recall@5 (repeatable; default recall@5).")] = None,
+    retriever: Annotated[Optional[list[str]], typer.Option(help="Retriever(s) to gate (default: every retriever of the candidate).")] = None,
+    max_drop: Annotated[float, typer.Option(help="Largest fall of the mean that passes.")] = 0.02,
+    alpha: Annotated[float, typer.Option(help="A larger fall fails only when its paired p-value is below this.")] = 0.05,
+    allow_different_golden: Annotated[bool, typer.Option("--allow-different-golden", help="Gate runs of different golden sets on their shared questions.")] = False,
+    junit: Annotated[Optional[Path], typer.Option(help="Also write the result as JUnit XML to this file.")] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Fail (exit 1) when a metric fell by more than --max-drop and significantly; print the broken questions."""
+    from . import analysis_tables as display_compare
+    from ..analysis.gate import gate as run_gate
+    from .junit import write_junit
+
+    result = with_db(lambda db: run_gate(
+        db, baseline=baseline, candidate=candidate, metric=metric or ["recall@5"], retriever=retriever,
+        max_drop=max_drop, alpha=alpha, allow_different_golden=allow_different_golden))
+    if junit is not None:
+        run(lambda: write_junit(result, junit))
+    if as_json:
+        out.print_json(result.model_dump_json())
+    else:
+        display_compare.show_gate(out, result)
+    if junit is not None:
+        err.print(f"wrote JUnit XML to {junit}")
+    if not result.passed:
+        raise typer.Exit(1)
+
+
+@app.command()
+def report(
+    html_path: Annotated[Path, typer.Option("--html", help="Write the report as one self-contained HTML page to this file.")] = ...,
+    run: Annotated[Optional[list[str]], typer.Option(help="Only these runs (default: every finished run); the last is the latest.")] = None,
+    metric: Annotated[Optional[str], typer.Option(help="Metric of the per-question matrix and the slices (default recall@5).")] = None,
+) -> None:
+    """Write the history as one HTML page: trend, latest run, per-question matrix, slices."""
+    from .html import write_report
+
+    path = with_db(lambda db: write_report(db, html_path, runs=run, metric=metric))
+    out.print(f"wrote the report to {path}")
+
+
+@app.command()
+def slices(
+    run: Annotated[str, typer.Argument(help="Run: eval_run:ID, ID, latest or previous.")] = "latest",
+    metric: Annotated[str, typer.Option(help="Metric at a cutoff, e.g. recall@5.")] = "recall@5",
+    by: Annotated[Optional[list[str]], typer.Option(help="Question field(s) to group by: category, language, source, split.")] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Print a run's per-question scores grouped by question category, language and source, with intervals."""
+    from . import analysis_tables as display_compare
+    from ..analysis.slices import slices as run_slices
+
+    found = with_db(lambda db: run_slices(db, run, metric, by=by or ("category", "language", "source")))
+    if as_json:
+        out.print_json(data=[s.model_dump(mode="json") for s in found])
+        return
+    display_compare.show_slices(out, found)

@@ -1,0 +1,172 @@
+"""Commands that load data: load corpus, load golden, load beir, chunk."""
+
+from __future__ import annotations
+
+from enum import Enum
+from pathlib import Path
+from typing import Annotated, Callable, Optional, TypeVar
+
+import typer
+
+from ..errors import ConfigError
+from ..load.ingest import DEFAULT_BATCH_SIZE
+from ..load.ingest import load_beir as ingest_beir
+from ..load.ingest import load_corpus as ingest_corpus
+from ..load.ingest import load_golden as ingest_golden
+from ..load.readers import read_documents, read_questions
+from ..store.connection import Database
+from .app import app, err, fail, load_app, out, run, table_name, with_db
+from .progress import Progress
+
+T = TypeVar("T")
+
+
+def _load(action: Callable[[Database, Callable[[str, int, Optional[int]], None]], T], embedder: object = None) -> T:
+    """Run a load with a progress display (the library reports progress, the CLI draws it), then
+    close the embedder, if any."""
+    progress = Progress()
+    try:
+        return with_db(lambda db: action(db, progress))
+    finally:
+        progress.close()
+        close = getattr(embedder, "close", None)
+        if callable(close):
+            close()
+
+
+def _embedder(spec: Optional[str]):
+    """The embedder a --embedder spec names, or None."""
+    if not spec:
+        return None
+    from ..load.embedders import embedder_from_spec
+
+    return run(lambda: embedder_from_spec(spec))
+
+
+def _loaded(report, what: str) -> str:
+    """`N what`, and how many of them the embedder embedded."""
+    parts = [f"{report.loaded} {what}"]
+    if report.embedded:
+        parts.append(f"{report.embedded} embedded by the embedder")
+    return ", ".join(parts)
+
+
+def _harness_note(report) -> str:
+    dim = report.harness_imported
+    return f" (imported the harness with dimension {dim}, taken from the data)" if dim else ""
+
+
+class DocumentFormat(str, Enum):
+    auto = "auto"
+    jsonl = "jsonl"
+    csv = "csv"
+    beir = "beir"
+
+
+class GoldenFormat(str, Enum):
+    auto = "auto"
+    jsonl = "jsonl"
+    csv = "csv"
+    beir = "beir"
+    trec = "trec"
+
+
+EmbedderOpt = Annotated[Optional[str], typer.Option(
+    "--embedder", envvar="SURREAL_EVAL_EMBEDDER",
+    help="Compute embeddings the data lacks: openai:MODEL@BASE_URL or local:MODEL.")]
+BatchOpt = Annotated[int, typer.Option("--batch-size", min=1, help="Rows per INSERT while staging (memory stays bounded by it).")]
+SplitHelp = "BEIR: which qrels/<split>.tsv (default test); the split given to questions that name none."
+
+
+def _ingest_note(report) -> None:
+    """Say which run the ingest recorded (surreal-eval watch), or that its evaluation failed."""
+    if report.run:
+        out.print(f"the ingest recorded run {report.run} (surreal-eval history)")
+    if report.evaluation_error:
+        err.print(f"warning: loaded, but the evaluation after the ingest failed: {report.evaluation_error}", markup=False)
+
+
+@load_app.command("corpus")
+def load_corpus(
+    path: Annotated[Path, typer.Argument(help="JSONL or CSV file ({id, title, content or text, embedding?, ...}), or a BEIR folder.")],
+    table: Annotated[str, typer.Option("--table", help="Corpus table to load into (created if new).")] = "article",
+    fmt: Annotated[DocumentFormat, typer.Option("--format", help="File format; auto: by suffix, a folder is BEIR.")] = DocumentFormat.auto,
+    embedder: EmbedderOpt = None,
+    batch_size: BatchOpt = DEFAULT_BATCH_SIZE,
+) -> None:
+    """Load documents into a corpus table (all or none, upsert by id), then build its BM25 and HNSW indexes.
+
+    Imports the harness first if the database has none, with the dimension of the data's embeddings.
+    """
+    table_name(table, "--table")
+    model = _embedder(embedder)
+    report = _load(lambda db, progress: ingest_corpus(
+        db, read_documents(path, format=fmt.value), table=table, embedder=model, batch_size=batch_size,
+        progress=progress, create_harness=True, source=str(path)), model)
+    what = "articles" if report.table == "article" else "documents"
+    out.print(f"loaded {_loaded(report, what)} into {report.table} from {path} in {report.seconds:.1f} s{_harness_note(report)}")
+    _ingest_note(report)
+
+
+@load_app.command("golden")
+def load_golden(
+    path: Annotated[Path, typer.Argument(help="JSONL or CSV file ({id, text, embedding?, relevant, ...}), a BEIR folder, or TREC qrels.")],
+    fmt: Annotated[GoldenFormat, typer.Option("--format", help="File format; auto: by suffix, a folder is BEIR, other files TREC qrels.")] = GoldenFormat.auto,
+    split: Annotated[Optional[str], typer.Option(help=SplitHelp)] = None,
+    queries: Annotated[Optional[Path], typer.Option(help="TREC: the questions' text, JSONL {_id, text} or TSV id<TAB>text.")] = None,
+    embedder: EmbedderOpt = None,
+    batch_size: BatchOpt = DEFAULT_BATCH_SIZE,
+) -> None:
+    """Load golden-set questions (all or none, upsert by id); their labels must name stored articles."""
+    model = _embedder(embedder)
+    report = _load(lambda db, progress: ingest_golden(
+        db, read_questions(path, format=fmt.value, split=split, queries=queries), embedder=model,
+        batch_size=batch_size, progress=progress, create_harness=True), model)
+    skipped = f"; skipped {report.skipped} queries with no judgment" if report.skipped else ""
+    out.print(f"loaded {_loaded(report, 'questions')} ({report.labels} labels) from {path}{skipped} "
+              f"in {report.seconds:.1f} s{_harness_note(report)}")
+
+
+@load_app.command("beir")
+def load_beir(
+    folder: Annotated[Path, typer.Argument(help="BEIR folder: corpus.jsonl, queries.jsonl, qrels/<split>.tsv, embeddings/ (optional).")],
+    split: Annotated[str, typer.Option(help="Which qrels/<split>.tsv to load.")] = "test",
+    embedder: EmbedderOpt = None,
+    batch_size: BatchOpt = DEFAULT_BATCH_SIZE,
+) -> None:
+    """Load a BEIR folder's documents, queries and judgments together, all or nothing.
+
+    Queries with no judgment in the split are skipped and counted. Imports the harness first if the
+    database has none, with the dimension of the data's embeddings.
+    """
+    model = _embedder(embedder)
+    report = _load(lambda db, progress: ingest_beir(
+        db, folder, split=split, embedder=model, batch_size=batch_size, progress=progress, create_harness=True), model)
+    corpus, golden = report.corpus, report.golden
+    out.print(
+        f"loaded {_loaded(corpus, 'articles')} and {_loaded(golden, 'questions')} ({golden.labels} labels) "
+        f"from {folder} in {report.seconds:.1f} s{_harness_note(corpus)}")
+    if golden.skipped:
+        out.print(f"skipped {golden.skipped} queries with no judgment in qrels/{split}.tsv")
+    _ingest_note(corpus)
+
+
+@app.command()
+def chunk(
+    source: Annotated[str, typer.Option("--from", help="Corpus table to cut.")] = "article",
+    target: Annotated[str, typer.Option("--into", help="Chunk table to create or refill.")] = ...,
+    size: Annotated[int, typer.Option(help="Words per chunk.")] = 200,
+    overlap: Annotated[int, typer.Option(help="Words shared by consecutive chunks.")] = 0,
+    embedder: Annotated[Optional[str], typer.Option(envvar="SURREAL_EVAL_EMBEDDER", help="openai:MODEL@BASE_URL or local:MODEL.")] = None,
+) -> None:
+    """Split documents into a chunk table (each chunk keeps its document) and embed the chunks."""
+    from ..load.chunking import chunk_corpus
+    from ..load.embedders import embedder_from_spec
+
+    table_name(source, "--from table")
+    table_name(target, "--into table")
+    if not embedder:
+        fail(ConfigError("chunks need embeddings: pass --embedder or set SURREAL_EVAL_EMBEDDER"))
+    model = run(lambda: embedder_from_spec(embedder))
+    report = with_db(lambda db: chunk_corpus(db, source=source, target=target, size=size, overlap=overlap, embedder=model))
+    out.print(f"cut {source} into {report.loaded} chunks in {target} ({size} words, overlap {overlap})")

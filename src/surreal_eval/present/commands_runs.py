@@ -1,0 +1,251 @@
+"""Commands that run and read evaluations: demo, init, evaluate, history, diagnose, export, watch, split, tune, grant."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from ..errors import ConfigError, InputError
+from ..grammar import parse_ks, parse_metric, parse_weights
+from ..load.ingest import STALE_LOAD, recover_loads
+from ..runs.demo import run_demo
+from ..runs.diagnose import diagnose as diagnose_question
+from ..runs.evaluate import evaluate as run_evaluation
+from ..runs.history import history as read_history
+from ..store.connection import Database
+from ..store.schema import DEMO_DIMENSION, HarnessConfig, harness_config, import_harness, import_seed
+from . import run_tables as display
+from .app import JsonOpt, app, err, export_app, fail, out, run, state, table_name, with_db
+from .progress import Progress
+
+
+@app.command()
+def demo(as_json: JsonOpt = False) -> None:
+    """Run the lesson's demo in a throwaway in-memory store and print what it shows."""
+    report = run(lambda: run_demo())
+    if as_json:
+        out.print_json(report.model_dump_json(exclude_none=False))
+        return
+    display.show_report(out, report, per_question=True)
+
+
+@app.command()
+def init(
+    dimension: Annotated[Optional[int], typer.Option(help="Embedding dimension of the corpus (4 with --demo).")] = None,
+    demo_seed: Annotated[bool, typer.Option("--demo", help="Also load the lesson's ten articles and eight questions.")] = False,
+    knn_depth: Annotated[int, typer.Option(help="Deepest k the vector retriever can return.")] = 100,
+    knn_ef: Annotated[int, typer.Option(help="HNSW search width (ef) of the vector retriever.")] = 100,
+) -> None:
+    """Import the harness's SurrealQL into the database (again is harmless); undo a killed load."""
+    undone: list[str] = []
+
+    def action(db: Database) -> list[str]:
+        # (an embedded store was already put right when it opened)
+        undone.extend(recover_loads(db, stale_after=None if db.settings.is_embedded else STALE_LOAD))
+        existing = harness_config(db)
+        dim = dimension or (DEMO_DIMENSION if demo_seed else existing.dimension if existing else 384)
+        applied = import_harness(db, HarnessConfig(dimension=dim, knn_depth=knn_depth, knn_ef=knn_ef))
+        if demo_seed:
+            import_seed(db)
+        return applied
+
+    applied = with_db(action)
+    if undone:
+        out.print(f"undid the unfinished load into {' and '.join(undone)}")
+    out.print(f"imported {', '.join(applied)}{' and the demo seed' if demo_seed else ''} into {state.settings.describe()}")
+
+
+@app.command()
+def evaluate(
+    k: Annotated[str, typer.Option("--k", help="Cutoffs, comma-separated.")] = "1,3,5,10",
+    retriever: Annotated[Optional[list[str]], typer.Option(help="Retriever(s) to evaluate (default: bm25, vector, hybrid, hybrid_floor; also hybrid_linear).")] = None,
+    label: Annotated[Optional[str], typer.Option(help="A label for this run in history.")] = None,
+    corpus: Annotated[Optional[str], typer.Option(help="Corpus table.")] = None,
+    floor: Annotated[Optional[float], typer.Option(help="BM25 floor of the floored hybrid.")] = None,
+    rrf_k: Annotated[Optional[int], typer.Option(help="RRF constant.")] = None,
+    depth: Annotated[Optional[int], typer.Option(help="Candidate depth of every retriever (default: deepest k).")] = None,
+    weights: Annotated[Optional[str], typer.Option(help="Linear fusion weights BM25,vector (hybrid_linear), e.g. 0.3,0.7.")] = None,
+    norm: Annotated[Optional[str], typer.Option(help="Linear fusion score normalisation: minmax or zscore.")] = None,
+    per_question: Annotated[bool, typer.Option("--per-question", help="Include every question's result.")] = False,
+    split: Annotated[Optional[str], typer.Option(help="Evaluate only the questions of this split: dev or test.")] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Evaluate the golden set, record the run in history and print its means."""
+    ks = run(lambda: parse_ks(k))
+    params = {"corpus": table_name(corpus, "--corpus table"), "floor": floor, "rrf_k": rrf_k, "depth": depth, "norm": norm,
+              "split": split,
+              "weights": run(lambda: parse_weights(weights)) if weights else None}
+    bar = Progress()  # the same display as loads: stderr, on a terminal, after the first second
+    try:
+        report = with_db(lambda db: run_evaluation(
+            db, ks=ks, retrievers=retriever, label=label, params=params, per_question=per_question, trigger="cli",
+            progress=lambda done, total: bar("evaluating questions", done, total)))
+    finally:
+        bar.close()
+    if as_json:
+        out.print_json(report.model_dump_json(exclude={"per_question"} if not per_question else None))
+        return
+    display.show_report(out, report, per_question=per_question)
+
+
+@app.command()
+def history(
+    metric: Annotated[str, typer.Option(help="Metric to show per retriever, e.g. recall@5 (default: recall at each run's deepest k).")] = "recall",
+    limit: Annotated[Optional[int], typer.Option(help="Show only the last N runs.")] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Print the run trend: one line per finished run."""
+    name, at = (metric, None) if "@" not in metric else tuple(run(lambda: parse_metric(metric)))
+    if "@" not in metric:
+        run(lambda: parse_metric(f"{metric}@1"))
+    runs = with_db(lambda db: read_history(db, limit=limit))
+    if as_json:
+        out.print_json(data=[r.model_dump(mode="json") for r in runs])
+        return
+    display.show_history(out, runs, name, at)
+
+
+@app.command()
+def diagnose(
+    question: Annotated[str, typer.Argument(help="Question id, e.g. money_back or question:money_back.")],
+    k: Annotated[int, typer.Option("--k", min=1, help="How many results per retriever.")] = 5,
+    corpus: Annotated[Optional[str], typer.Option(help="Corpus table.")] = None,
+    floor: Annotated[Optional[float], typer.Option(help="BM25 floor of the floored hybrid.")] = None,
+) -> None:
+    """Show a question's labelled articles beside each retriever's top k, with scores."""
+    corpus = table_name(corpus, "--corpus table")
+    found = with_db(lambda db: diagnose_question(db, question, k=k, params={"corpus": corpus, "floor": floor}))
+    display.show_diagnosis(out, found)
+
+
+def _write_lines(lines, output: Optional[Path]) -> int:
+    count = 0
+    if output is None:
+        for line in lines:  # color=True: never strip what looks like ANSI codes, ids may hold them verbatim
+            typer.echo(line, color=True)
+            count += 1
+        return count
+    try:
+        with output.open("w", encoding="utf-8") as handle:
+            for line in lines:
+                handle.write(line + "\n")
+                count += 1
+    except OSError as error:
+        raise InputError(f"cannot write: {error.strerror}", source=str(output)) from None
+    return count
+
+
+OutputOpt = Annotated[Optional[Path], typer.Option("--output", "-o", help="Write to this file instead of stdout.")]
+
+
+@export_app.command("run")
+def export_run(
+    run: Annotated[str, typer.Argument(help="Run id, e.g. eval_run:abc or abc (see `surreal-eval history`).")],
+    fmt: Annotated[str, typer.Option("--format", help="Output format (trec).")] = "trec",
+    retriever: Annotated[Optional[list[str]], typer.Option(help="Only these retrievers (default: all in the run).")] = None,
+    scores: Annotated[str, typer.Option(help="rank: strictly decreasing scores that keep this run's order; raw: the retrievers' own scores.")] = "rank",
+    output: OutputOpt = None,
+) -> None:
+    """Write a run's rankings as a TREC run file: qid Q0 docid rank score tag (tag = retriever)."""
+    from ..runs.export import export_run_trec
+
+    if fmt != "trec":
+        fail(ConfigError(f"unknown --format {fmt!r}: trec is supported"))
+    count = with_db(lambda db: _write_lines(export_run_trec(db, run, retrievers=retriever, scores=scores), output))
+    if output is not None:
+        err.print(f"wrote {count} lines to {output}")
+
+
+@export_app.command("qrels")
+def export_qrels(
+    run: Annotated[Optional[str], typer.Option(help="The labels a run scored against (resolved quote labels included); default: the golden set.")] = None,
+    output: OutputOpt = None,
+) -> None:
+    """Write the golden set's labels as TREC qrels: qid 0 docid grade."""
+    from ..runs.export import export_qrels_trec
+
+    count = with_db(lambda db: _write_lines(export_qrels_trec(db, run=run), output))
+    if output is not None:
+        err.print(f"wrote {count} lines to {output}")
+
+
+@app.command()
+def watch(
+    k: Annotated[str, typer.Option("--k", help="Cutoffs to evaluate after each ingest.")] = "1,3,5,10",
+    retriever: Annotated[Optional[list[str]], typer.Option(help="Retriever(s) (default: the four standard ones).")] = None,
+    floor: Annotated[Optional[float], typer.Option(help="BM25 floor of the floored hybrid.")] = None,
+    rrf_k: Annotated[Optional[int], typer.Option(help="RRF constant.")] = None,
+    off: Annotated[bool, typer.Option("--off", help="Stop evaluating after ingests.")] = False,
+) -> None:
+    """Evaluate inside the database after every ingest (each `load corpus` records a run by itself)."""
+    from ..runs.watch import clear_watch, set_watch
+
+    if off:
+        with_db(clear_watch)
+        out.print("ingests no longer evaluate")
+        return
+    ks = run(lambda: parse_ks(k))
+    with_db(lambda db: set_watch(db, ks=ks, retrievers=retriever, params={"floor": floor, "rrf_k": rrf_k}))
+    out.print(f"every ingest now records a run at k = {', '.join(map(str, ks))}")
+
+
+@app.command()
+def split(
+    dev: Annotated[float, typer.Option(help="Share of questions for the dev (tuning) split; the rest is test.")] = 0.5,
+    seed: Annotated[int, typer.Option(help="Seed of the stable hash that assigns each question.")] = 0,
+) -> None:
+    """Assign every question to the dev or test split (stable: a hash of its id and the seed)."""
+    from ..runs.tune import assign_splits
+
+    sizes = with_db(lambda db: assign_splits(db, dev_fraction=dev, seed=seed))
+    out.print(f"dev {sizes['dev']} questions, test {sizes['test']} questions")
+
+
+@app.command()
+def tune(
+    param: Annotated[str, typer.Option(help="Parameter to sweep: floor, rrf_k, weights or knn_ef.")] = "floor",
+    values: Annotated[str, typer.Option(help="Candidates: 0,1.5,3 (floor); 20,60 (rrf_k, knn_ef); 0.3,0.7;0.5,0.5 (weights).")] = "0,1,2,3,4,5",
+    metric: Annotated[str, typer.Option(help="Metric that picks the best value, e.g. recall@5.")] = "recall@5",
+    retriever: Annotated[Optional[str], typer.Option(help="Retriever to tune (default: the one the parameter belongs to).")] = None,
+    corpus: Annotated[Optional[str], typer.Option(help="Corpus table.")] = None,
+    force: Annotated[bool, typer.Option("--force", help="Tune and report on the same questions when there is no dev/test split (marked in history).")] = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Sweep a parameter on the dev split, pick the best by a metric, report it on the test split."""
+    from ..runs.tune import parse_values, tune as run_tune
+
+    candidates = run(lambda: parse_values(param, values))
+    corpus = table_name(corpus, "--corpus table")
+    result = with_db(lambda db: run_tune(db, param=param, values=candidates, metric=metric, retriever=retriever,
+                                          params={"corpus": corpus}, force=force))
+    if as_json:
+        out.print_json(result.model_dump_json())
+        return
+    out.print(f"{param} swept on {'ALL questions (forced)' if result.forced else 'the dev split'} by {result.metric}:")
+    for row in result.sweep:
+        mark = "  <- best" if row["value"] == result.best else ""
+        out.print(f"  {param} = {row['value']}: {row['mean']:.4f} ({row['questions']} questions){mark}")
+    display.show_report(out, result.report)
+
+
+@app.command()
+def grant(
+    name: Annotated[str, typer.Argument(help="Evaluator account name, e.g. ci.")],
+    revoke: Annotated[bool, typer.Option("--revoke", help="Delete the account instead.")] = False,
+) -> None:
+    """Create an evaluator account (reads corpus and golden set, writes runs); the password comes from
+    SURREAL_EVAL_EVALUATOR_PASS or a prompt, never from the command line."""
+    import os
+
+    from ..store.access import grant_evaluator, revoke_evaluator
+
+    if revoke:
+        with_db(lambda db: revoke_evaluator(db, name))
+        out.print(f"evaluator {name} revoked")
+        return
+    secret = os.environ.get("SURREAL_EVAL_EVALUATOR_PASS") or typer.prompt(
+        f"password for evaluator {name}", hide_input=True, confirmation_prompt=True)
+    with_db(lambda db: grant_evaluator(db, name, secret))
+    out.print(f"evaluator {name} can now sign in with --access evaluator --user {name}")

@@ -1,0 +1,125 @@
+"""Terminal rendering of reports for the CLI (rich tables). The library never prints."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from ..errors import one_line
+from ..grammar import METRICS
+from ..models import Diagnosis, RunReport, RunSummary
+
+__all__ = ["show_report", "show_history", "show_diagnosis"]
+
+
+def _plain(value: object) -> str:
+    """Data (ids, titles, labels) as rich prints it literally: markup escaped, control characters shown as escapes."""
+    return escape(one_line(str(value)))
+
+
+def _fmt(value: float | None) -> str:
+    return "-" if value is None else f"{value:.3f}"
+
+
+def show_report(console: Console, report: RunReport, *, per_question: bool = False) -> None:
+    """The means per retriever and k, then (optionally) where each question's labels landed, then the sweep."""
+    title = f"run {report.run}" + (f" ({report.label})" if report.label else "")
+    p = report.params
+    console.print(
+        f"[bold]{_plain(title)}[/bold]: {report.questions} questions, corpus {_plain(p.get('corpus'))}, "
+        f"depth {p.get('depth')}, RRF constant {p.get('rrf_k')}, floor {p.get('floor')}"
+    )
+    table = Table(title="mean per retriever and k [95% bootstrap interval over questions]")
+    table.add_column("retriever")
+    table.add_column("k", justify="right")
+    for metric in METRICS:
+        table.add_column(metric, justify="right")
+    for row in report.results:
+        table.add_row(row.retriever, str(row.k), *(_with_interval(row, m) for m in METRICS))
+    console.print(table)
+    steps = next((r.resolution for r in report.results if r.resolution and r.k == max(report.ks)), None)
+    if steps:
+        console.print(
+            f"resolution at k={max(report.ks)} (the smallest change one question can make): "
+            + ", ".join(f"{m} {v:.4f}" for m, v in steps.items())
+        )
+    if report.warning:
+        console.print(f"[yellow]warning: {report.warning}[/yellow]")
+
+    if per_question and report.per_question:
+        deepest = max(report.ks)
+        table = Table(title=f"per question: recall@{deepest} and the ranks of the labels (- = not in the top {deepest})")
+        table.add_column("question")
+        cells: dict[str, dict[str, str]] = defaultdict(dict)
+        for r in report.per_question:
+            if r.k == deepest:
+                ranks = ",".join(str(r.ranked.index(x) + 1) if x in r.ranked else "-" for x in r.relevant)
+                cells[r.question][r.retriever] = f"{r.recall:.2f} [{ranks}]"
+        for name in report.retrievers:
+            table.add_column(name)
+        for question in sorted(cells):
+            table.add_row(_plain(question.split(":", 1)[-1]), *(cells[question].get(n, "") for n in report.retrievers))
+        console.print(table)
+
+    if report.sweep:
+        table = Table(title="floor sweep: the floored hybrid at each BM25 floor")
+        table.add_column("floor", justify="right")
+        for k in report.ks:
+            table.add_column(f"recall@{k}", justify="right")
+        table.add_column(f"mrr@{max(report.ks)}", justify="right")
+        by_floor: dict[float, dict[int, float]] = defaultdict(dict)
+        mrr: dict[float, float] = {}
+        for row in report.sweep:
+            by_floor[row.floor or 0.0][row.k] = row.recall
+            if row.k == max(report.ks):
+                mrr[row.floor or 0.0] = row.mrr
+        for floor in sorted(by_floor):
+            table.add_row(f"{floor:g}", *(_fmt(by_floor[floor].get(k)) for k in report.ks), _fmt(mrr.get(floor)))
+        console.print(table)
+
+
+def _with_interval(row, metric: str) -> str:
+    value = _fmt(getattr(row, metric))
+    bounds = (row.intervals or {}).get(metric)
+    return value if bounds is None else f"{value} [{bounds.low:.2f}, {bounds.high:.2f}]"
+
+
+def show_history(console: Console, runs: list[RunSummary], metric: str, k: int | None) -> None:
+    """One line per run: when, label, questions, and `metric`@k per retriever."""
+    retrievers: list[str] = []
+    for run in runs:
+        retrievers += [r for r in run.retrievers if r not in retrievers]
+    table = Table(title=f"history: {metric}@{k or 'deepest k'} per retriever")
+    for column in ("run", "time", "label", "questions"):
+        table.add_column(column)
+    for name in retrievers:
+        table.add_column(name, justify="right")
+    for run in runs:
+        at = k or max(run.ks)
+        table.add_row(
+            _plain(run.run), run.created_at.strftime("%Y-%m-%d %H:%M:%S"),
+            _plain(run.label or "") + (" [FORCED: tuned and reported on the same questions]"
+                                       if run.tuning and run.tuning.get("forced") else ""),
+            str(run.questions),
+            *(_fmt(run.mean(name, metric, at)) for name in retrievers),
+        )
+    console.print(table)
+
+
+def show_diagnosis(console: Console, diagnosis: Diagnosis) -> None:
+    """The question, its labelled titles, and each retriever's top k with scores; labels marked."""
+    console.print(f"[bold]{_plain(diagnosis.question)}[/bold]: {escape(repr(diagnosis.text))}")
+    for label in diagnosis.labels:
+        console.print(f"  label {_plain(label['id'])} (grade {label['grade']}): {_plain(label['title'])}")
+    for view in diagnosis.retrievers:
+        table = Table(title=f"{view.retriever}: top {diagnosis.k}")
+        for column in ("rank", "", "id", "title", "score"):
+            table.add_column(column)
+        for hit in view.hits:
+            table.add_row(str(hit.rank), "✔" if hit.relevant else "", _plain(hit.id), _plain(hit.title), f"{hit.score:.4f}")
+        if not view.hits:
+            table.add_row("", "", "(nothing retrieved)", "", "")
+        console.print(table)

@@ -1,0 +1,89 @@
+"""Run an evaluation inside the database and read a run back."""
+
+from __future__ import annotations
+
+import logging
+import os
+import subprocess
+from typing import Any, Callable
+
+
+from ..store.connection import Database
+from ..grammar import parse_retrievers
+from ..models import RunReport
+from .record import load_run
+
+__all__ = ["CONCURRENCY", "BATCH", "evaluate"]
+
+log = logging.getLogger(__name__)
+
+#: Evaluation statements kept in flight at once (the embedded engine runs them on separate cores).
+CONCURRENCY = max(1, min(os.cpu_count() or 2, 8))
+#: How old an unfinished run must be to be discarded as dead, on an embedded store and on a server.
+STALE_EMBEDDED, STALE_SERVER = "0s", "1d"
+#: Questions per evaluation statement: small enough to spread over the cores, large enough to amortise.
+BATCH = 4
+#: Statements between two chances for an embedded store to flush (Database.relieve).
+GROUP = 256
+
+def evaluate(
+    db: Database,
+    *,
+    ks: list[int],
+    retrievers: list[str] | None = None,
+    label: str | None = None,
+    params: dict[str, Any] | None = None,
+    per_question: bool = False,
+    intervals: bool = True,
+    trigger: str = "library",
+    concurrency: int | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> RunReport:
+    """Evaluate the golden set in the database (fn::run_evaluation), record the run, return its report.
+
+    `params` may set corpus, depth, rrf_k, floor, floors, weights, norm and split; the database
+    fills the defaults. The questions are scored in batches with `concurrency` statements in flight
+    (default CONCURRENCY); the run becomes visible in history only when every question is scored,
+    and a failure discards it. `progress(done, total)` is called as batches of questions finish.
+    """
+    names = parse_retrievers(retrievers)
+    given = {k: v for k, v in (params or {}).items() if v is not None}
+    given.update(trigger=trigger, git_commit=git_commit())
+    # runs left unfinished by a killed process or a dropped connection are invisible; clear them:
+    # one process holds an embedded store, so any unfinished run there is dead; on a server, other
+    # evaluators may be running, so only runs unfinished for a day are taken as dead
+    age = STALE_EMBEDDED if db.settings.is_embedded else STALE_SERVER
+    db.value("RETURN fn::discard_stale_runs(<duration> $age)", {"age": age})
+    started = db.value(
+        "RETURN fn::start_run($ks, $names, $given, $label)",
+        {"ks": ks, "names": names, "given": given, "label": label},
+    )
+    run, questions = started["run"], started["questions"]
+    calls = [("RETURN fn::evaluate_questions($run, $ids)", {"run": run, "ids": questions[i : i + BATCH]})
+             for i in range(0, len(questions), BATCH)]
+    try:
+        for start in range(0, len(calls), GROUP):  # an embedded store may flush between groups
+            db.query_many(
+                calls[start : start + GROUP],
+                concurrency=concurrency or CONCURRENCY,
+                progress=(lambda n, s=start: progress(min((s + n) * BATCH, len(questions)), len(questions)))
+                if progress else None,
+            )
+            db.relieve()
+        db.value("RETURN fn::finish_run($run)", {"run": run})
+    except BaseException:
+        try:  # leave nothing of a failed run behind (a killed process leaves it unfinished: invisible)
+            db.value("RETURN fn::discard_run($run)", {"run": run})
+        except Exception:  # the connection itself may be what failed
+            log.debug("could not discard %s", run, exc_info=True)
+        raise
+    return load_run(db, run, per_question=per_question, intervals=intervals)
+
+
+def git_commit() -> str | None:
+    """The commit checked out in the working directory, if it is a git repository (recorded with a run)."""
+    try:
+        done = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5, check=False)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return done.stdout.strip() or None if done.returncode == 0 else None

@@ -1,0 +1,68 @@
+"""Export a run's rankings and labels as TREC files, so any run can be checked with trec_eval or ranx."""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+from surrealdb import RecordID
+
+from ..store.connection import Database, record_str, to_record
+from ..errors import InputError, NotFound
+
+__all__ = ["export_run_trec", "export_qrels_trec"]
+
+_RANKINGS = """
+SELECT question, retriever, ranked, scores FROM eval_ranking
+WHERE run = $run AND retriever != 'floor_sweep' AND ($names = NONE OR retriever IN $names)
+ORDER BY retriever, question
+"""
+_RUN_LABELS = "SELECT question, relevant, grades FROM eval_ranking WHERE run = $run GROUP BY question, relevant, grades"
+_GOLDEN_LABELS = "SELECT id AS question, relevant, grades FROM question ORDER BY id"
+
+
+def _trec_id(value: object) -> str:
+    """The id part of a record as a TREC token; whitespace would break the format, so it is refused."""
+    token = str(value.id) if isinstance(value, RecordID) else str(value)
+    if not token or any(ch.isspace() for ch in token):
+        raise InputError(f"{record_str(value)} cannot be written to a TREC file: its id is empty or contains whitespace")
+    return token
+
+
+def _require_run(db: Database, run: str | RecordID) -> RecordID:
+    run_id = to_record(run, "eval_run")
+    if not db.value("RETURN record::exists($run) AND $run.finished_at != NONE", {"run": run_id}):
+        raise NotFound(f"no finished run {record_str(run_id)}: `surreal-eval history` lists the runs")
+    return run_id
+
+
+def export_run_trec(
+    db: Database, run: str | RecordID, *, retrievers: list[str] | None = None, scores: str = "rank"
+) -> Iterator[str]:
+    """Lines `qid Q0 docid rank score tag`, one per ranked record, tag = retriever name.
+
+    scores="rank" writes depth - rank + 1, strictly decreasing, so a tool that re-sorts by score
+    (trec_eval breaks ties by docid) sees exactly this run's order; scores="raw" writes the
+    retriever's own scores (BM25, cosine similarity, RRF score).
+    """
+    if scores not in {"rank", "raw"}:
+        raise InputError(f"--scores must be rank or raw, got {scores!r}")
+    run_id = _require_run(db, run)
+    for row in db.value(_RANKINGS, {"run": run_id, "names": retrievers}):
+        qid = _trec_id(row["question"])
+        depth = len(row["ranked"])
+        for rank, (doc, raw) in enumerate(zip(row["ranked"], row["scores"]), start=1):
+            score = depth - rank + 1 if scores == "rank" else raw
+            yield f"{qid} Q0 {_trec_id(doc)} {rank} {score} {row['retriever']}"
+
+
+def export_qrels_trec(db: Database, *, run: str | RecordID | None = None) -> Iterator[str]:
+    """Lines `qid 0 docid grade`: the golden set's labels, or with `run` the labels that run scored."""
+    if run is None:
+        rows = db.value(_GOLDEN_LABELS)
+    else:
+        rows = db.value(_RUN_LABELS, {"run": _require_run(db, run)})
+        rows.sort(key=lambda r: record_str(r["question"]))
+    for row in rows:
+        qid = _trec_id(row["question"])
+        for doc, grade in zip(row["relevant"], row["grades"]):
+            yield f"{qid} 0 {_trec_id(doc)} {grade:g}"

@@ -1,0 +1,160 @@
+"""Held-out tuning: sweep one parameter on the dev split, pick by a metric, report on the test split."""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+from pydantic import BaseModel
+
+from ..store.connection import Database, record_str
+from ..errors import ConfigError, Rejected
+from .evaluate import evaluate
+from ..store.schema import HarnessConfig, harness_config, import_harness
+from ..grammar import RETRIEVERS, parse_metric
+from ..models import RunReport
+
+__all__ = ["TUNABLE", "TuneResult", "assign_splits", "parse_values", "tune"]
+
+#: Each tunable parameter and the retriever it belongs to.
+TUNABLE = {"floor": "hybrid_floor", "rrf_k": "hybrid", "weights": "hybrid_linear", "knn_ef": "vector"}
+
+
+class TuneResult(BaseModel):
+    """The sweep on the tuning questions, the value chosen, and the run that reports it."""
+
+    param: str
+    retriever: str
+    metric: str
+    sweep: list[dict[str, Any]]  # [{value, mean, questions}] on the tuning split
+    best: Any
+    forced: bool
+    report: RunReport
+
+
+def assign_splits(db: Database, *, dev_fraction: float = 0.5, seed: int = 0) -> dict[str, int]:
+    """Put each question in 'dev' or 'test' by a hash of its id and `seed` (stable, no state)."""
+    if not 0 < dev_fraction < 1:
+        raise ConfigError(f"--dev must be a fraction between 0 and 1, got {dev_fraction}")
+    ids = db.value("SELECT VALUE id FROM question ORDER BY id")
+    if not ids:
+        raise ConfigError("the golden set is empty: load questions before assigning splits")
+
+    def bucket(qid: object) -> str:
+        digest = hashlib.sha256(f"{seed}:{record_str(qid)}".encode()).digest()
+        return "dev" if int.from_bytes(digest[:8], "big") / 2**64 < dev_fraction else "test"
+
+    rows = [{"id": qid, "split": bucket(qid)} for qid in ids]
+    db.query(
+        "BEGIN TRANSACTION; FOR $r IN $rows { UPDATE $r.id SET split = $r.split RETURN NONE; }; COMMIT TRANSACTION;",
+        {"rows": rows},
+    )
+    return {"dev": sum(r["split"] == "dev" for r in rows), "test": sum(r["split"] == "test" for r in rows)}
+
+
+def parse_values(param: str, text: str) -> list[Any]:
+    """The candidate values of `param` from text: `0,1.5,3` (floor), `20,60` (rrf_k, knn_ef), `0.3,0.7;0.5,0.5` (weights)."""
+    if param not in TUNABLE:
+        raise ConfigError(f"cannot tune {param!r}: tunable are {', '.join(TUNABLE)}")
+    try:
+        if param == "weights":
+            values: list[Any] = [[float(w) for w in pair.split(",")] for pair in text.split(";") if pair.strip()]
+            if any(len(v) != 2 for v in values):
+                raise ValueError
+        elif param == "floor":
+            values = [float(v) for v in text.split(",") if v.strip()]
+        else:
+            values = [int(v) for v in text.split(",") if v.strip()]
+    except ValueError:
+        example = {"weights": "0.3,0.7;0.5,0.5", "floor": "0,1.5,3"}.get(param, "20,60,100")
+        raise ConfigError(f"--values for {param} must look like {example}, got {text!r}") from None
+    if not values:
+        raise ConfigError("--values is empty: give at least one candidate")
+    return values
+
+
+def _split_sizes(db: Database) -> dict[str, int]:
+    rows = db.value("SELECT split, count() AS n FROM question GROUP BY split")
+    return {row.get("split") or "none": row["n"] for row in rows}
+
+
+def tune(
+    db: Database,
+    *,
+    param: str,
+    values: list[Any],
+    metric: str = "recall@5",
+    retriever: str | None = None,
+    ks: list[int] | None = None,
+    params: dict[str, Any] | None = None,
+    force: bool = False,
+    label: str | None = None,
+) -> TuneResult:
+    """Sweep `param` over `values` on the dev split, choose the best mean `metric`, and record a run
+    on the test split with that choice. Tuning and reporting on the same questions (no dev/test
+    split) is refused unless `force`, and such a run is marked forced in history.
+    """
+    spec = parse_metric(metric)
+    if param not in TUNABLE:
+        raise ConfigError(f"cannot tune {param!r}: tunable are {', '.join(TUNABLE)}")
+    retriever = retriever or TUNABLE[param]
+    if retriever not in RETRIEVERS:
+        raise ConfigError(f"unknown retriever {retriever!r}: use {', '.join(RETRIEVERS)}")
+    sizes = _split_sizes(db)
+    held_out = sizes.get("dev", 0) > 0 and sizes.get("test", 0) > 0
+    if not held_out and not force:
+        raise Rejected(
+            f"no held-out split (dev {sizes.get('dev', 0)}, test {sizes.get('test', 0)} questions): tuning and "
+            "reporting on the same questions overfits; run `surreal-eval split` first, or pass --force"
+        )
+    base = {k: v for k, v in (params or {}).items() if v is not None}
+    tune_split, report_split = ("dev", "test") if held_out else (None, None)
+    sweep = _sweep(db, param, values, spec, retriever, {**base, "split": tune_split})
+    best = max(sweep, key=lambda row: row["mean"])["value"]  # first of equal means: values order decides
+    original = harness_config(db)
+    chosen = {**base, "split": report_split}
+    if param == "knn_ef":
+        _set_ef(db, original, best)
+    else:
+        chosen[param] = best
+    tuning = {"param": param, "values": values, "metric": str(spec), "retriever": retriever,
+              "sweep": sweep, "best": best, "forced": not held_out, "tuned_on": tune_split or "all"}
+    try:
+        report = evaluate(
+            db, ks=sorted(set(ks or []) | {spec.k}), retrievers=[retriever],
+            params={**chosen, "tuning": tuning},
+            label=label or f"tuned {param}={best} by {spec} on {tune_split or 'ALL (forced)'}",
+            trigger="tune",
+        )
+    finally:
+        if param == "knn_ef" and original is not None:
+            import_harness(db, original)
+    return TuneResult(param=param, retriever=retriever, metric=str(spec), sweep=sweep, best=best,
+                      forced=not held_out, report=report)
+
+
+def _set_ef(db: Database, config: HarnessConfig | None, ef: int) -> None:
+    if config is None:
+        raise ConfigError("the harness is not imported here: run `surreal-eval init` first")
+    import_harness(db, config.model_copy(update={"knn_ef": ef}))
+
+
+def _sweep(db: Database, param: str, values: list[Any], spec, retriever: str, given: dict[str, Any]) -> list[dict]:
+    if param != "knn_ef":
+        return db.value(
+            "RETURN fn::tune_sweep($param, $values, $metric, $k, $retriever, $given)",
+            {"param": param, "values": values, "metric": spec.name, "k": spec.k, "retriever": retriever, "given": given},
+        )
+    original = harness_config(db)
+    rows = []
+    try:
+        for ef in values:  # the KNN ef is a literal in SurrealQL: re-render the retrievers per value
+            _set_ef(db, original, ef)
+            rows += db.value(
+                "RETURN fn::tune_sweep('knn_ef', [$ef], $metric, $k, $retriever, $given)",
+                {"ef": ef, "metric": spec.name, "k": spec.k, "retriever": retriever, "given": given},
+            )
+    finally:
+        if original is not None:
+            import_harness(db, original)
+    return rows

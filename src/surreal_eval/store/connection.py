@@ -1,0 +1,365 @@
+"""The one module that owns the database connection and turns engine errors into ours."""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import logging
+import os
+import re
+import threading
+import weakref
+from typing import Any, Callable, Coroutine, Sequence, TypeVar
+
+from surrealdb import AsyncSurreal, DoneFrame, ErrorFrame, RecordID
+from surrealdb.errors import (
+    ConnectionUnavailableError,
+    NotAllowedError,
+    SurrealError,
+    ThrownError,
+    TransportError,
+    UnsupportedEngineError,
+)
+
+from ..errors import (
+    AuthenticationFailed,
+    ConfigError,
+    ConnectionFailed,
+    QueryFailed,
+    Rejected,
+    StoreBusy,
+)
+from .settings import Settings
+
+__all__ = ["Database", "open_database", "record_str", "to_record"]
+
+log = logging.getLogger(__name__)
+
+_FIELD_RULE = re.compile(
+    # a record id that is not a plain identifier is shown in backticks: `question:`a b``
+    r"Found (?P<value>.*) for field `(?P<field>[^`]+)`, with record `(?P<record>.+?)`, but field must conform to: (?P<rule>.*)",
+    re.S,
+)
+_THROWN_PREFIX = "An error occurred: "
+#: What the engine says when the harness was never imported into this namespace and database.
+_MISSING = re.compile(r"The (table '[^']+'|function 'fn::[^']+') does not exist")
+#: What a transaction's other statements report when one fails (or BEGIN/COMMIT after it).
+_NOT_EXECUTED = re.compile(r"not executed due to a (failed|cancelled) transaction|Cannot COMMIT")
+
+
+def record_str(value: Any) -> str:
+    """A record id as a plain `table:id` string (the form used in JSON output and files)."""
+    if isinstance(value, RecordID):
+        return f"{value.table_name}:{value.id}"
+    return str(value)
+
+
+def to_record(value: str | RecordID, table: str) -> RecordID:
+    """`table:id` or a bare id as a RecordID of `table`; a prefix naming another table is kept as id text."""
+    if isinstance(value, RecordID):
+        return value
+    prefix, sep, rest = value.partition(":")
+    if sep and prefix == table:
+        value = rest
+    return RecordID(table, value)
+
+
+def _one_line(text: str) -> str:
+    return " ".join(str(text).split())
+
+
+def translate(error: SurrealError, settings: Settings | None = None) -> Exception:
+    """Our exception for an SDK error, with a one-line message that says what to do."""
+    message = _one_line(str(error))
+    where = settings.describe() if settings else "the database"
+    if isinstance(error, ConnectionUnavailableError) and "already locked" in message:
+        return StoreBusy(
+            f"the store {settings.url if settings else ''} is open in another process; "
+            "close that process, or use another --url (mem:// for a throwaway store)"
+        )
+    if isinstance(error, UnsupportedEngineError):
+        return ConfigError(f"cannot use --url {settings.url if settings else ''!r}: {message}")
+    if isinstance(error, (ConnectionUnavailableError, TransportError)):
+        if "closed before a response" in message or "failed while" in message:  # it was reached, then went
+            return ConnectionFailed(f"lost the connection to {where} mid-statement: {message}")
+        return ConnectionFailed(f"cannot reach {where}: {message}")
+    if isinstance(error, NotAllowedError) and "authentication" in message.lower():
+        return AuthenticationFailed(
+            f"{where} refused the credentials: check SURREAL_EVAL_USER and SURREAL_EVAL_PASS"
+        )
+    missing = _MISSING.search(message)
+    if missing:
+        return ConfigError(
+            f"{where} has no surreal-eval harness ({missing[0]}): run `surreal-eval init` first, "
+            "or check --url, --ns and --db"
+        )
+    if isinstance(error, ThrownError):
+        return Rejected(message.removeprefix(_THROWN_PREFIX))
+    found = _FIELD_RULE.search(message)
+    if found:
+        return Rejected(
+            f"{found['record']}: field `{found['field']}` rejected {found['value']}"
+            f" (it must satisfy: {found['rule']})"
+        )
+    if "Cannot delete" in message or "already exists" in message:
+        return Rejected(message)
+    return QueryFailed(message)
+
+
+T = TypeVar("T")
+
+
+class _LoopThread:
+    """An asyncio loop on a daemon thread: the async SDK client lives on it, callers block on results."""
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self.loop.run_forever, name="surreal-eval-db", daemon=True)
+        self._thread.start()
+
+    def run(self, coro: Coroutine[Any, Any, T]) -> T:
+        return asyncio.run_coroutine_threadsafe(coro, self.loop).result()
+
+    def stop(self) -> None:
+        if self.loop.is_running():
+            self.loop.call_soon_threadsafe(self.loop.stop)
+            self._thread.join(timeout=10)
+        if not self.loop.is_running():
+            self.loop.close()
+
+
+_OPEN: "weakref.WeakSet[Database]" = weakref.WeakSet()
+
+
+@atexit.register
+def _close_open_databases() -> None:
+    """Close what is still open at exit: the engine aborts the process if its loop dies mid-flight."""
+    for db in list(_OPEN):
+        db.close()
+
+
+class Database:
+    """An open connection to one namespace and database. Values always travel as parameters.
+
+    The SDK's async client runs on a private event loop, so `query` blocks like a plain call while
+    `query_many` can keep several statements in flight on one connection (the embedded engine
+    then uses both cores; threads over the blocking client do not).
+    """
+
+    def __init__(self, client: Any, settings: Settings, loop: _LoopThread) -> None:
+        self._client = client
+        self._loop = loop
+        self.settings = settings
+        self._closed = False
+        self._wal = _wal_folder(settings.url)
+        _OPEN.add(self)
+
+    def relieve(self) -> bool:
+        """Let an embedded surrealkv store flush its writes, if it must: True if it was reopened.
+
+        The SDK's async embedded engine opens the store on a runtime it does not keep, so the
+        store's background jobs never run, and one of them is surrealkv's memtable flush. Once
+        about two memtables of writes are waiting (each ~1 GB on a 24 GB machine, less on a
+        smaller one), every write waits forever. Closing the store flushes it, so when a full
+        memtable waits (a second write-ahead log file in `<store>/wal`) the store is closed and
+        reopened, between two statements. Long writers call this between batches.
+        """
+        if self._wal is None or self._closed:
+            return False
+        try:
+            waiting = sum(1 for name in os.listdir(self._wal) if name.endswith(".wal")) > 1
+        except OSError:
+            return False
+        if not waiting:
+            return False
+        log.debug("reopening %s so that it flushes its memtables", self.settings.describe())
+        try:
+            self._loop.run(self._client.close())
+            self._client = self._loop.run(_open(self.settings))
+        except SurrealError as error:
+            raise translate(error, self.settings) from error
+        return True
+
+    def query(self, sql: str, params: dict[str, Any] | None = None) -> list[Any]:
+        """Run SurrealQL text; the result of each statement, in order. Errors become ours."""
+        try:
+            return self._loop.run(self._client.query(sql, params or {}).execute())
+        except SurrealError as error:
+            raise translate(error, self.settings) from error
+
+    def query_many(
+        self,
+        calls: Sequence[tuple[str, dict[str, Any]]],
+        *,
+        concurrency: int = 2,
+        progress: Callable[[int], None] | None = None,
+    ) -> list[list[Any]]:
+        """Run several queries with up to `concurrency` in flight; their results in the order given.
+
+        `concurrency` workers take the calls in order, so memory does not grow with their number
+        (one coroutine per call held ~4 KB each). `progress` is called with the number of queries
+        finished so far, as each one finishes. After a failure no further query starts; the first
+        failure is raised (as ours) once the queries in flight have finished.
+        """
+        done = 0
+        results: list[Any] = [None] * len(calls)
+        failures: list[BaseException] = []
+        pending = iter(enumerate(calls))
+
+        async def worker() -> None:
+            nonlocal done
+            for index, (sql, params) in pending:
+                if failures:
+                    return
+                try:
+                    results[index] = await self._client.query(sql, params).execute()
+                except BaseException as error:  # noqa: BLE001 - raised below, after the others stop
+                    failures.append(error)
+                    return
+                done += 1
+                if progress:
+                    progress(done)
+
+        async def run_all() -> None:
+            await asyncio.gather(*(worker() for _ in range(max(1, concurrency))))
+
+        self._loop.run(run_all())
+        if failures:
+            if isinstance(failures[0], SurrealError):
+                raise translate(failures[0], self.settings) from failures[0]
+            raise failures[0]
+        return results
+
+    def atomic(self, sql: str, params: dict[str, Any] | None = None) -> list[Any]:
+        """Run `sql` as one transaction (BEGIN and COMMIT are added here): all of it applies, or none.
+
+        On failure the error is the statement that failed, not the engine's notice that the other
+        statements were not executed (which is all `query` could report for a transaction).
+        """
+        text = f"BEGIN TRANSACTION;\n{sql}\nCOMMIT TRANSACTION;"
+
+        async def frames() -> tuple[dict[int, Any], list[SurrealError]]:
+            results: dict[int, Any] = {}
+            failures: list[SurrealError] = []
+            async with self._client.query(text, params or {}).stream() as stream:
+                async for frame in stream:
+                    if isinstance(frame, ErrorFrame):
+                        failures.append(frame.error)
+                    elif isinstance(frame, DoneFrame):
+                        results[frame.index] = frame.result.value
+            return results, failures
+
+        try:
+            results, failures = self._loop.run(frames())
+        except SurrealError as error:
+            raise translate(error, self.settings) from error
+        if failures:
+            cause = next((e for e in failures if not _NOT_EXECUTED.search(str(e))), failures[0])
+            raise translate(cause, self.settings) from cause
+        return [results[i] for i in sorted(results)][1:-1]  # without BEGIN's and COMMIT's
+
+    def value(self, sql: str, params: dict[str, Any] | None = None) -> Any:
+        """Run SurrealQL text and return the last statement's result."""
+        results = self.query(sql, params)
+        return results[-1] if results else None
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        _OPEN.discard(self)
+        try:
+            self._loop.run(self._client.close())
+        except SurrealError:  # closing a connection that already failed is not an error
+            log.debug("close failed", exc_info=True)
+        finally:
+            self._loop.stop()
+
+    def __enter__(self) -> "Database":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _wal_folder(url: str) -> str | None:
+    """The write-ahead log folder of an embedded surrealkv store (None for any other engine)."""
+    scheme, _, rest = url.partition("://")
+    if scheme not in {"surrealkv", "surrealkv+versioned", "file"} or not rest:
+        return None
+    return os.path.join(rest.split("?", 1)[0], "wal")
+
+
+async def _sign_in(client: Any, settings: Settings) -> None:
+    """Sign in as a system user (user/password) or through a record access (access, user/password)."""
+    password = settings.password.get_secret_value() if settings.password else ""
+    try:
+        if settings.access:
+            await client.signin({
+                "namespace": settings.namespace, "database": settings.database, "access": settings.access,
+                "variables": {"name": settings.user or "", "pass": password},
+            })
+        elif settings.user:
+            await client.signin({"username": settings.user, "password": password})
+    except (ConnectionUnavailableError, TransportError):
+        raise
+    except SurrealError as error:  # any refusal at sign-in is a credentials problem, said without the secret
+        raise AuthenticationFailed(
+            f"{settings.describe()} refused the credentials: check SURREAL_EVAL_USER and SURREAL_EVAL_PASS"
+            + (f" for access {settings.access}" if settings.access else "")
+        ) from error
+
+
+async def _open(settings: Settings) -> Any:
+    client = AsyncSurreal(settings.url)
+    try:
+        await client.connect()
+        await _sign_in(client, settings)
+        await client.use(settings.namespace, settings.database)
+    except BaseException:
+        try:
+            await client.close()
+        except SurrealError:
+            pass
+        raise
+    return client
+
+
+#: Opening a server connection is retried this many times on a connection error (nothing has been
+#: sent yet, so a retry is safe); statements are never retried, since they may have been applied.
+CONNECT_ATTEMPTS = 3
+
+
+async def _open_with_retries(settings: Settings) -> Any:
+    from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt, wait_exponential
+
+    if settings.is_embedded:  # a local store either opens or says why (locked, bad path): no retry
+        return await _open(settings)
+    async for attempt in AsyncRetrying(
+        retry=retry_if_exception_type((ConnectionUnavailableError, TransportError)),
+        stop=stop_after_attempt(CONNECT_ATTEMPTS),
+        wait=wait_exponential(multiplier=0.2, max=2),
+        reraise=True,
+    ):
+        with attempt:
+            return await _open(settings)
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def open_database(settings: Settings) -> Database:
+    """Open the database that `settings` names, sign in if a user is given, and select ns/db
+    (`store.opening.connect` also puts right what a killed load left)."""
+    log.debug("connecting to %s", settings.describe())
+    loop = _LoopThread()
+    try:
+        client = loop.run(_open_with_retries(settings))
+    except AuthenticationFailed:
+        loop.stop()
+        raise
+    except SurrealError as error:
+        loop.stop()
+        raise translate(error, settings) from error
+    except BaseException:
+        loop.stop()
+        raise
+    return Database(client, settings, loop)

@@ -1,0 +1,213 @@
+"""Import the harness's SurrealQL files into a database, in a fixed order, recording checksums.
+
+Some SurrealQL needs literals where parameters are not allowed (an index dimension, a KNN depth).
+Those are written `{{name}}` in the files and filled here, in exactly one place, after validation.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from importlib import resources
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from .connection import Database
+from ..errors import ConfigError
+
+__all__ = [
+    "HARNESS_SCRIPTS",
+    "HarnessConfig",
+    "surql_dir",
+    "render",
+    "statement",
+    "import_harness",
+    "import_seed",
+    "harness_config",
+    "define_corpus",
+    "define_corpus_indexes",
+    "corpus_tables",
+    "identifier",
+]
+
+#: The files that make up the harness, in the order they are applied. corpus and corpus_indexes
+#: are templates of one corpus table, applied here for `article` (and by define_corpus for others).
+HARNESS_SCRIPTS = ("schema", "corpus", "corpus_indexes", "ingest", "retrievers", "metrics", "history", "evaluate",
+                   "queries", "access")
+CORPUS_SCRIPTS = ("corpus", "corpus_indexes")
+DOCUMENTS = "article"
+SEED_SCRIPT = "seed"
+DEMO_DIMENSION = 4
+
+_PLACEHOLDER = re.compile(r"\{\{\s*([a-z_]+)\s*\}\}")
+_IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
+#: Words refused as table and user names, matched case-insensitively: those SurrealDB's parser may
+#: refuse as an identifier in some statements (its lexer's RESERVED_KEYWORD set), and the keywords
+#: the harness's own corpus statements failed to parse when a corpus was loaded under each keyword.
+RESERVED_WORDS = frozenset(
+    """after all alter analyze before begin break by cancel commit continue create define diff expire
+    false for if info insert kill let live none null option rand rebuild relate remove return select
+    sequence show sleep table throw true update upsert use value where""".split()
+) | {"delete", "explain", "function", "tb"}
+
+
+class HarnessConfig(BaseModel):
+    """The literals the harness is rendered with; stored in the database as `harness_config:current`."""
+
+    model_config = ConfigDict(frozen=True)
+
+    dimension: int = Field(gt=0, le=16384)
+    knn_depth: int = Field(default=100, gt=0, le=10000)
+    knn_ef: int = Field(default=100, gt=0, le=10000)
+
+
+def surql_dir() -> Path:
+    """The folder holding the .surql files: inside the installed package, or the source tree's surql/."""
+    packaged = resources.files("surreal_eval") / "surql"
+    if packaged.is_dir():
+        return Path(str(packaged))
+    source = Path(__file__).resolve().parents[3] / "surql"
+    if source.is_dir():
+        return source
+    raise ConfigError("the harness's surql/ folder is missing from this installation")
+
+
+def identifier(name: str, *, what: str = "name") -> str:
+    """`name` if it is a plain SurrealQL identifier (letters, digits, _, not a reserved word), else a ConfigError."""
+    if not isinstance(name, str) or not _IDENTIFIER.fullmatch(name):  # fullmatch: `$` would pass "name\n"
+        raise ConfigError(f"{what} {name!r} is not a valid identifier: use letters, digits and _")
+    if name.lower() in RESERVED_WORDS:
+        raise ConfigError(f"{what} {name!r} is a SurrealQL keyword: choose another name")
+    return name
+
+
+def render(text: str, values: dict[str, int | str], *, source: str = "<text>") -> str:
+    """`text` with every `{{name}}` replaced by its validated value; an unknown name is an error."""
+    clean: dict[str, str] = {}
+    for key, value in values.items():
+        if isinstance(value, bool) or not isinstance(value, (int, str)):
+            raise ConfigError(f"template value {key} must be an integer or identifier, got {value!r}")
+        clean[key] = str(value) if isinstance(value, int) else identifier(value, what=key)
+
+    def fill(match: re.Match[str]) -> str:
+        if match[1] not in clean:
+            line = text.count("\n", 0, match.start()) + 1
+            raise ConfigError(f"{source}:{line}: no value for placeholder {{{{{match[1]}}}}}")
+        return clean[match[1]]
+
+    return _PLACEHOLDER.sub(fill, text)
+
+
+def statement(template: str, **names: str) -> str:
+    """A statement with table and field names (validated identifiers) substituted in one place."""
+    return render(template, {k: identifier(v, what=k) for k, v in names.items()}, source="statement")
+
+
+def _read(name: str) -> str:
+    path = surql_dir() / f"{name}.surql"
+    return path.read_text(encoding="utf-8")
+
+
+def harness_config(db: Database) -> HarnessConfig | None:
+    """The configuration the database's harness was imported with, or None before `init`."""
+    if not _has_harness(db):
+        return None
+    row = db.value("SELECT * OMIT id FROM ONLY harness_config:current")
+    return HarnessConfig(**row) if row else None
+
+
+def _stored_dimension(db: Database) -> int | None:
+    """The dimension of the embeddings already stored, if any article or question exists."""
+    found = db.value(
+        "RETURN array::len((SELECT VALUE embedding FROM article LIMIT 1)[0] "
+        "?? (SELECT VALUE embedding FROM question LIMIT 1)[0] ?? [])"
+    )
+    return found or None
+
+
+def import_harness(db: Database, config: HarnessConfig) -> list[str]:
+    """Apply every harness script to `db`, rendered with `config`; returns the script names applied.
+
+    Importing again with the same config changes nothing (every statement is DEFINE ... OVERWRITE).
+    A dimension that differs from the embeddings already stored is refused.
+    """
+    stored = _stored_dimension(db) if _has_harness(db) else None
+    if stored and stored != config.dimension:
+        raise ConfigError(
+            f"the database holds {stored}-d embeddings; it cannot be re-imported with dimension "
+            f"{config.dimension} (use a new database, or --dimension {stored})"
+        )
+    values = {**config.model_dump(), "corpus": DOCUMENTS}
+    checksums = {}
+    for name in HARNESS_SCRIPTS:
+        text = render(_read(name), values, source=f"surql/{name}.surql")
+        _apply(db, text)
+        checksums[name] = hashlib.sha256(text.encode("utf-8")).hexdigest()
+    db.query(
+        """
+        DEFINE TABLE OVERWRITE harness_config SCHEMALESS PERMISSIONS FOR select FULL FOR create, update, delete NONE;
+        UPSERT harness_config:current CONTENT $config RETURN NONE;
+        FOR $name IN object::keys($checksums) {
+            LET $sum = $checksums[$name];
+            LET $row = type::record('harness_script', $name);
+            IF $row.checksum != $sum {
+                UPSERT $row CONTENT { checksum: $sum, applied_at: time::now() } RETURN NONE;
+            };
+        };
+        """,
+        {"config": config.model_dump(), "checksums": checksums},
+    )
+    return list(checksums)
+
+
+def import_seed(db: Database) -> None:
+    """Apply surql/seed.surql, the lesson's ten articles and eight questions (4-d embeddings)."""
+    config = harness_config(db)
+    if config is None or config.dimension != DEMO_DIMENSION:
+        got = "no harness" if config is None else f"dimension {config.dimension}"
+        raise ConfigError(f"the demo seed needs the harness imported with dimension 4, found {got}")
+    _apply(db, _read(SEED_SCRIPT))
+
+
+def define_corpus(db: Database, table: str, *, indexes: bool = True) -> None:
+    """Define (or re-define, idempotently) corpus table `table` with the harness's dimension.
+
+    With `indexes=False` the BM25 and HNSW indexes are left out, for a bulk load that defines them
+    afterwards with define_corpus_indexes (one pass over the data instead of one per row).
+    """
+    config = _require_config(db)
+    values = {"corpus": identifier(table, what="corpus table"), "dimension": config.dimension}
+    _apply(db, render(_read("corpus"), values, source="surql/corpus.surql"))
+    if indexes:
+        define_corpus_indexes(db, table)
+
+
+def define_corpus_indexes(db: Database, table: str) -> None:
+    """Define the FULLTEXT (BM25) and HNSW indexes of corpus table `table`, building them now."""
+    config = _require_config(db)
+    values = {"corpus": identifier(table, what="corpus table"), "dimension": config.dimension}
+    _apply(db, render(_read("corpus_indexes"), values, source="surql/corpus_indexes.surql"))
+
+
+def corpus_tables(db: Database) -> list[str]:
+    """Every table defined as a corpus by corpus.surql, `article` first."""
+    found = db.value("SELECT VALUE record::id(id) FROM corpus_table")
+    return sorted(found, key=lambda t: (t != DOCUMENTS, t))
+
+
+def _require_config(db: Database) -> HarnessConfig:
+    config = harness_config(db)
+    if config is None:
+        raise ConfigError("the harness is not imported here: run `surreal-eval init` first")
+    return config
+
+
+def _has_harness(db: Database) -> bool:
+    tables = db.value("INFO FOR DB")["tables"]
+    return "harness_config" in tables
+
+
+def _apply(db: Database, text: str) -> None:
+    """Run one rendered script as a single transaction: all of it applies, or none."""
+    db.query(f"BEGIN TRANSACTION;\n{text}\nCOMMIT TRANSACTION;")
