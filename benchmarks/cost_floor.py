@@ -54,7 +54,17 @@ from surreal_eval.runs import evaluate as _evaluation
 from surreal_eval.store.connection import record_str, to_record
 from surreal_eval.load.ingest import load_beir, load_dataset
 
-CISI = Path(__file__).resolve().parents[2] / "shared" / "datasets" / "cisi"
+
+
+def _cisi() -> Path:
+    """The CISI collection shipped with the repository (tests/data/cisi.tar.xz), unpacked on first use."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from tests.datasets import cisi
+
+    return cisi()
+
+
+CISI = _cisi()
 BENCH_SURQL = Path(__file__).resolve().parent / "bench.surql"
 KS = [1, 3, 5, 10]
 #: questions per statement, as the evaluation batches them (1 statement for all when it does not)

@@ -39,7 +39,17 @@ from surreal_eval.store.connection import Database, to_record
 from surreal_eval.load.ingest import DEFAULT_BATCH_SIZE, load_corpus
 from surreal_eval.load.readers import read_documents
 
-CISI = Path(__file__).resolve().parents[2] / "shared" / "datasets" / "cisi"
+
+
+def _cisi() -> Path:
+    """The CISI collection shipped with the repository (tests/data/cisi.tar.xz), unpacked on first use."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from tests.datasets import cisi
+
+    return cisi()
+
+
+CISI = _cisi()
 
 
 def fresh(url: str) -> Database:

@@ -4,7 +4,6 @@ every retriever, k = 1, 5, 10, 100, to 1e-9, computed on the run exported as TRE
 from __future__ import annotations
 
 from collections import defaultdict
-from pathlib import Path
 
 import pytest
 
@@ -12,11 +11,13 @@ from surreal_eval import Settings, connect, evaluate
 from surreal_eval.runs.export import export_qrels_trec, export_run_trec
 from surreal_eval.grammar import RETRIEVERS
 
-CISI = Path(__file__).resolve().parents[2] / "shared" / "datasets" / "cisi"
+from .datasets import cisi
+
+CISI = cisi()  # shipped in tests/data
 KS = [1, 5, 10, 100]
 TOLERANCE = 1e-9
 
-pytestmark = pytest.mark.skipif(not (CISI / "corpus.jsonl").exists(), reason=f"CISI not found at {CISI}")
+pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")

@@ -20,6 +20,8 @@ from synthetic import generate
 
 from surreal_eval import Settings, connect
 
+pytestmark = pytest.mark.slow  # kills processes / runs the benchmarks: not in the fast subset
+
 
 def test_the_generator_is_deterministic_and_labels_documents_that_exist():
     one, two = generate(docs=50, questions=5, dimension=8), generate(docs=50, questions=5, dimension=8)

@@ -5,15 +5,16 @@ from __future__ import annotations
 
 import json
 import xml.etree.ElementTree as ET
-from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
 
 from surreal_eval.present.cli import app
 
-CISI = Path(__file__).resolve().parents[2] / "shared" / "datasets" / "cisi"
-pytestmark = pytest.mark.skipif(not (CISI / "corpus.jsonl").exists(), reason=f"CISI not found at {CISI}")
+from .datasets import cisi
+
+CISI = cisi()  # shipped in tests/data
+pytestmark = pytest.mark.slow
 
 runner = CliRunner()
 

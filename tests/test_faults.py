@@ -14,6 +14,8 @@ import pytest
 
 from surreal_eval import ConnectionFailed, Settings, StoreBusy, SurrealEvalError, connect, evaluate, history
 
+pytestmark = pytest.mark.slow  # kills processes: not in the fast subset
+
 CHILD_ENV = {**os.environ, "PYTHONWARNINGS": "ignore"}
 
 
@@ -72,6 +74,7 @@ LOADER = """
 import sys
 from surreal_eval import *
 from surreal_eval.store import journal
+
 journal.MOVE_PART = 100
 db = connect(Settings(url=sys.argv[1]))
 N, M, gen = 1500, 300, 0

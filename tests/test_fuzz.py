@@ -63,7 +63,7 @@ settings.register_profile(
 )
 FUZZ = settings.get_profile("surreal-eval-fuzz")
 # a failing example with a 100k-character string is still worth reporting
-pytestmark = pytest.mark.filterwarnings("ignore:Generating overly large repr:hypothesis.errors.HypothesisWarning")
+pytestmark = [pytest.mark.slow, pytest.mark.filterwarnings("ignore:Generating overly large repr:hypothesis.errors.HypothesisWarning")]
 
 SEED_ARTICLES = ("account_locked", "api_rate_limits", "cancel_subscription", "contact_support", "enable_2fa",
                  "password_reset", "refund_request", "return_item", "track_order", "update_payment")

@@ -27,10 +27,11 @@ from surreal_eval.store import journal as load_journal
 from surreal_eval.present.cli import app
 from surreal_eval.load.ingest import load_beir, load_corpus, load_dataset, load_golden, staging_tables
 
+from .datasets import cisi
 from .conftest import fresh_db, snapshot
 from .test_loaders import beir_folder, write
 
-CISI = Path(__file__).resolve().parents[2] / "shared/datasets/cisi"
+CISI = cisi()  # shipped in tests/data
 
 
 def doc(i, *, dim=4, content=None, **kw) -> Article:
@@ -461,7 +462,7 @@ def test_a_beir_folder_loads_documents_questions_and_grades(tmp_path):
         db.close()
 
 
-@pytest.mark.skipif(not CISI.is_dir(), reason=f"the CISI collection is not at {CISI}")
+@pytest.mark.slow
 def test_the_cisi_collection_loads_whole():
     db = connect(Settings(url="mem://"))
     try:
