@@ -10,7 +10,7 @@ import pytest
 
 from surreal_eval import Settings, connect, evaluate
 from surreal_eval.runs.export import export_qrels_trec, export_run_trec
-from surreal_eval.grammar import RETRIEVERS
+from surreal_eval import RETRIEVERS
 
 CISI = Path(__file__).resolve().parents[2] / "shared" / "datasets" / "cisi"
 KS = [1, 5, 10, 100]

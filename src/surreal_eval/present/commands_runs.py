@@ -60,7 +60,7 @@ def init(
 @app.command()
 def evaluate(
     k: Annotated[str, typer.Option("--k", help="Cutoffs, comma-separated.")] = "1,3,5,10",
-    retriever: Annotated[Optional[list[str]], typer.Option(help="Retriever(s) to evaluate (default: bm25, vector, hybrid, hybrid_floor; also hybrid_linear).")] = None,
+    retriever: Annotated[Optional[list[str]], typer.Option(help="Retriever(s) to evaluate (default: the registry's defaults; `surreal-eval retrievers` lists them).")] = None,
     label: Annotated[Optional[str], typer.Option(help="A label for this run in history.")] = None,
     corpus: Annotated[Optional[str], typer.Option(help="Corpus table.")] = None,
     floor: Annotated[Optional[float], typer.Option(help="BM25 floor of the floored hybrid.")] = None,
@@ -105,6 +105,18 @@ def history(
         out.print_json(data=[r.model_dump(mode="json") for r in runs])
         return
     display.show_history(out, runs, name, at)
+
+
+@app.command()
+def retrievers(as_json: JsonOpt = False) -> None:
+    """List the registry of retrievers: the candidate lists each fuses, how, and which run by default."""
+    from ..store.registry import registry
+
+    rows = with_db(registry)
+    if as_json:
+        out.print_json(data=[r.model_dump(mode="json") for r in rows])
+        return
+    display.show_registry(out, rows)
 
 
 @app.command()
@@ -174,7 +186,7 @@ def export_qrels(
 @app.command()
 def watch(
     k: Annotated[str, typer.Option("--k", help="Cutoffs to evaluate after each ingest.")] = "1,3,5,10",
-    retriever: Annotated[Optional[list[str]], typer.Option(help="Retriever(s) (default: the four standard ones).")] = None,
+    retriever: Annotated[Optional[list[str]], typer.Option(help="Retriever(s) (default: the registry's defaults; `surreal-eval retrievers` lists them).")] = None,
     floor: Annotated[Optional[float], typer.Option(help="BM25 floor of the floored hybrid.")] = None,
     rrf_k: Annotated[Optional[int], typer.Option(help="RRF constant.")] = None,
     off: Annotated[bool, typer.Option("--off", help="Stop evaluating after ingests.")] = False,
