@@ -52,7 +52,7 @@ from synthetic import generate
 from surreal_eval import METRICS, Database, Retriever, Settings, connect, evaluate, registry
 from surreal_eval.runs import evaluate as _evaluation
 from surreal_eval.store.connection import record_str, to_record
-from surreal_eval.load.ingest import load_beir, load_dataset
+from surreal_eval.load.bulk import load_beir, load_dataset
 
 CISI = Path(__file__).resolve().parents[2] / "shared" / "datasets" / "cisi"
 BENCH_SURQL = Path(__file__).resolve().parent / "bench.surql"
@@ -704,7 +704,7 @@ def main(argv: list[str] | None = None) -> int:
                 breakdown(db, "synthetic", documents)
                 return 0
             result = measure_dataset(db, "synthetic", documents, config, _log)
-            result.notes.append(f"generated (seed {args.seed}, {args.dimension}-d) and loaded with surreal_eval.load.ingest.load_dataset in {seconds:.0f} s")
+            result.notes.append(f"generated (seed {args.seed}, {args.dimension}-d) and loaded with surreal_eval.load.bulk.load_dataset in {seconds:.0f} s")
             report(result)
             if not args.no_scale:
                 scale += [ScalePoint(documents, result.questions, result.timings["F"].seconds, result.timings["H"].seconds)]

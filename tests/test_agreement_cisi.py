@@ -21,7 +21,7 @@ pytestmark = pytest.mark.skipif(not (CISI / "corpus.jsonl").exists(), reason=f"C
 
 @pytest.fixture(scope="module")
 def cisi_run():
-    from surreal_eval.load.ingest import load_beir
+    from surreal_eval.load.bulk import load_beir
 
     db = connect(Settings(url="mem://"))
     report = load_beir(db, CISI, create_harness=True)

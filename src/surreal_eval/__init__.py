@@ -31,7 +31,7 @@ from .analysis.gate import GateResult, gate
 from .present.junit import write_junit
 from .load.records import add_articles, add_questions, delete_article
 from .store.schema import HarnessConfig, import_harness, import_seed
-from .load.ingest import DatasetReport, LoadReport, load_beir, load_corpus, load_dataset, load_golden, recover_loads
+from .load.bulk import DatasetReport, LoadReport, load_beir, load_corpus, load_dataset, load_golden, recover_loads
 from .load.readers import read_beir, read_documents, read_qrels, read_questions
 from .runs.history import history
 from .present.html import write_report

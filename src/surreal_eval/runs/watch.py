@@ -1,4 +1,4 @@
-"""Evaluate after every ingest: what to evaluate (eval_watch:current); the marker is load.ingest.record_ingest.
+"""Evaluate after every ingest: what to evaluate (eval_watch:current); the marker is load.bulk.record_ingest.
 
 An ingest (one batch load of a corpus table, not each row) creates one `ingest` row; the
 `evaluate_after_ingest` event (surql/evaluate.surql) then records a run inside the database, in

@@ -2,7 +2,7 @@
 
 A load moves staged rows (`_ingest_<table>`) into place under a journal row (`ingest_journal`,
 surql/ingest.surql) and an undo table (`_undo_<table>`) holding what each write replaced; see
-`load.ingest` for how a load runs. `recover_loads` undoes a move still 'moving' and builds the HNSW
+`load.bulk` for how a load runs. `recover_loads` undoes a move still 'moving' and builds the HNSW
 index of one left 'indexing'. It is opened by `store.opening.connect` for embedded stores, and by
 every load and `init`.
 """

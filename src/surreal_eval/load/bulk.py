@@ -1,4 +1,4 @@
-"""Bulk ingest of documents and golden-set questions: all or nothing, in bounded memory.
+"""Bulk loads of documents and golden-set questions: all or nothing, in bounded memory.
 
 How a load runs (the engine facts behind each step are in SURREALDB.md, "Loading"):
 
