@@ -7,14 +7,14 @@ database (mem://) per dataset, loaded with the project's ingest:
 
   F  the floor: each question's BM25 query and KNN query alone, at the run's depth
      (fn::bm25_candidates and fn::vec_candidates, looped in one SurrealQL call), nothing else
-  H  a full evaluation: surreal_eval.evaluate(db, ks=[1,3,5,10], retrievers=[bm25, vector, hybrid,
-     hybrid_floor], params={floors: five floors, depth}): every metric at every k, the floor sweep,
+  H  a full evaluation: surreal_eval.evaluate(db, ks=[1,3,5,10], retrievers=the registry's defaults
+     (bm25, vector, hybrid, hybrid_floor), params={floors: five floors, depth}): every metric at every k, the floor sweep,
      rankings and per-question results written to history, means with bootstrap intervals
   N  the lesson's approach: fn::bench_naive_evaluate($k) (benchmarks/bench.surql), once per k,
      re-running every retriever (and every floor of the sweep) for every metric through the
-     harness's fn::retrieve_* and fn::metric_* functions; timed on a stated subset of questions
+     harness's fn::candidates, fn::fused and fn::metric_* functions; timed on a stated subset of questions
      and scaled linearly to all of them when the full set would take too long
-  C  a client-side harness: one SDK call per question per retriever (fn::retrieve_*, each floor of
+  C  a client-side harness: one SDK call per question per retriever (fn::retrieve, each floor of
      the sweep a retriever too), metrics by ranx in Python (after a warm-up of ranx's JIT)
   S  scoring alone: every metric at every k computed in the database (fn::metrics in a loop,
      fn::bench_score) from 1,000 stored rankings of 100 results, beside pytrec-eval-terrier
@@ -49,10 +49,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from synthetic import generate
 
-from surreal_eval import METRICS, Database, Settings, connect, evaluate
+from surreal_eval import METRICS, Database, Retriever, Settings, connect, evaluate, registry
 from surreal_eval.runs import evaluate as _evaluation
 from surreal_eval.store.connection import record_str, to_record
-from surreal_eval.load.ingest import load_beir, load_dataset
+from surreal_eval.load.bulk import load_beir, load_dataset
 
 
 
@@ -69,7 +69,6 @@ BENCH_SURQL = Path(__file__).resolve().parent / "bench.surql"
 KS = [1, 3, 5, 10]
 #: questions per statement, as the evaluation batches them (1 statement for all when it does not)
 EVAL_BATCH = getattr(_evaluation, "BATCH", 1_000_000)
-RETRIEVERS = ["bm25", "vector", "hybrid", "hybrid_floor"]
 FLOORS = [1.0, 2.0, 3.0, 4.0, 5.0]
 #: hybrid_floor's own floor (the harness default)
 FLOOR = 3.0
@@ -193,6 +192,15 @@ def detect_concurrency() -> tuple[int, str]:
 # ---------------------------------------------------------------------------------- the five rows
 
 
+def standard_retrievers(db: Database) -> list[Retriever]:
+    """The retrievers every row measures: the registry's defaults (surql/registry.surql), in report order."""
+    return [r for r in registry(db) if r.by_default]
+
+
+def standard_names(db: Database) -> list[str]:
+    return [r.name for r in standard_retrievers(db)]
+
+
 def define_bench_functions(db: Database) -> None:
     db.query(BENCH_SURQL.read_text(encoding="utf-8"))
 
@@ -239,7 +247,7 @@ def run_full_evaluation(db: Database, depth: int, concurrency: tuple[int, str], 
     kwargs: dict[str, Any] = {}
     if "concurrency" in inspect.signature(evaluate).parameters:
         kwargs["concurrency"] = concurrency[0]
-    return evaluate(db, ks=KS, retrievers=RETRIEVERS, params={"floors": FLOORS, "depth": depth}, label=label, **kwargs)
+    return evaluate(db, ks=KS, retrievers=standard_names(db), params={"floors": FLOORS, "depth": depth}, label=label, **kwargs)
 
 
 def measure_full(db: Database, questions: int, depth: int, concurrency: tuple[int, str], label: str,
@@ -257,12 +265,14 @@ def measure_full(db: Database, questions: int, depth: int, concurrency: tuple[in
 
 def measure_naive(db: Database, ids: list[Any], questions: int, concurrency: int = 1) -> Timing:
     """N: fn::bench_naive_evaluate once per k (and batch of questions) on the questions `ids`, scaled to `questions`."""
-    calls = [("RETURN fn::bench_naive_evaluate($k, $ids, $metrics, $floor, $floors)",
-              {"k": k, "ids": batch, "metrics": list(METRICS), "floor": FLOOR, "floors": FLOORS})
+    names = standard_names(db)
+    calls = [("RETURN fn::bench_naive_evaluate($k, $ids, $names, $metrics, $floor, $floors)",
+              {"k": k, "ids": batch, "names": names, "metrics": list(METRICS), "floor": FLOOR, "floors": FLOORS})
              for k in KS for batch in batches(ids, EVAL_BATCH)]
     seconds, _ = timed(lambda: run_many(db, calls, concurrency))
     scaled = seconds * questions / len(ids)
-    retrievals = len(KS) * (len(RETRIEVERS) + len(FLOORS)) * len(METRICS)
+    sweeps = sum(1 for r in standard_retrievers(db) if r.sweep)
+    retrievals = len(KS) * (len(names) + sweeps * len(FLOORS)) * len(METRICS)
     note = f"{retrievals} retrievals per question"
     if len(ids) < questions:
         note += f"; timed on {len(ids)} of {questions} questions ({seconds:.1f} s), scaled x{questions / len(ids):.1f}"
@@ -290,12 +300,10 @@ def measure_client(db: Database, ids: list[Any], questions: int, depth: int, con
     from ranx import Qrels, Run
     from ranx import evaluate as ranx_evaluate
 
-    configs: list[tuple[str, str, dict[str, Any]]] = [
-        ("bm25", "RETURN fn::retrieve_bm25($text, $k)", {}),
-        ("vector", "RETURN fn::retrieve_vec($vector, $k)", {}),
-        ("hybrid", "RETURN fn::retrieve_hybrid($text, $vector, $k)", {}),
-        ("hybrid_floor", "RETURN fn::retrieve_hybrid_floor($text, $vector, $k, $floor)", {"floor": FLOOR}),
-    ] + [(f"floor_sweep@{f:g}", "RETURN fn::retrieve_hybrid_floor($text, $vector, $k, $floor)", {"floor": f}) for f in FLOORS]
+    sql = "RETURN fn::retrieve($name, $text, $vector, $k, { floor: $floor })"
+    standard = standard_retrievers(db)
+    configs: list[tuple[str, str, dict[str, Any]]] = [(r.name, sql, {"name": r.name, "floor": FLOOR}) for r in standard] + [
+        (f"{r.sweep}@{f:g}", sql, {"name": r.name, "floor": f}) for r in standard if r.sweep for f in FLOORS]
     started = time.perf_counter()
     rows = db.value("SELECT id, text, embedding, relevant, grades FROM $ids", {"ids": ids})
     qrels = Qrels({record_str(r["id"]): {record_str(d): int(g) for d, g in zip(r["relevant"], r["grades"])} for r in rows})
@@ -402,18 +410,19 @@ def measure_breakdown(db: Database, depth: int, concurrency: tuple[int, str], lo
         return lambda: run_many(db, [(sql, {"ids": b, **extra}) for b in batches(ids, EVAL_BATCH)], c)
 
     stage("F: BM25 and KNN candidate lists", many("RETURN fn::bench_floor('article', $ids, $depth)", {"depth": depth}))
-    stage("+ the fusions (fn::question_rankings: 4 retrievers + 5 sweep floors)",
-          many("RETURN fn::bench_rankings($ids, $p, $names)", {"p": params, "names": RETRIEVERS}))
+    names = standard_names(db)
+    stage(f"+ the fusions (fn::question_rankings: {len(names)} retrievers + {len(FLOORS)} sweep floors)",
+          many("RETURN fn::bench_rankings($ids, $p, $names)", {"p": params, "names": names}))
     at = scores_in_one_pass(db)
     stage(f"+ every metric at every k ({'fn::metrics_at' if at else 'fn::metrics per k'}), nothing written",
-          many("RETURN fn::bench_rankings_scored($ids, $p, $names, $ks, $at)", {"p": params, "names": RETRIEVERS, "ks": KS, "at": at}))
+          many("RETURN fn::bench_rankings_scored($ids, $p, $names, $ks, $at)", {"p": params, "names": names, "ks": KS, "at": at}))
     kwargs = {"concurrency": c} if "concurrency" in inspect.signature(evaluate).parameters else {}
     stage("H without bootstrap intervals (rankings and results written to history)",
-          lambda: evaluate(db, ks=KS, retrievers=RETRIEVERS, params={"floors": FLOORS, "depth": depth}, intervals=False, **kwargs))
+          lambda: evaluate(db, ks=KS, retrievers=names, params={"floors": FLOORS, "depth": depth}, intervals=False, **kwargs))
     stage("H (the library's whole call)",
-          lambda: evaluate(db, ks=KS, retrievers=RETRIEVERS, params={"floors": FLOORS, "depth": depth}, **kwargs))
+          lambda: evaluate(db, ks=KS, retrievers=names, params={"floors": FLOORS, "depth": depth}, **kwargs))
     stage(f"H at depth {max(KS)} (no --depth: fuses top-{max(KS)} lists)",
-          lambda: evaluate(db, ks=KS, retrievers=RETRIEVERS, params={"floors": FLOORS}, **kwargs))
+          lambda: evaluate(db, ks=KS, retrievers=names, params={"floors": FLOORS}, **kwargs))
     return stages
 
 
@@ -705,7 +714,7 @@ def main(argv: list[str] | None = None) -> int:
                 breakdown(db, "synthetic", documents)
                 return 0
             result = measure_dataset(db, "synthetic", documents, config, _log)
-            result.notes.append(f"generated (seed {args.seed}, {args.dimension}-d) and loaded with surreal_eval.load.ingest.load_dataset in {seconds:.0f} s")
+            result.notes.append(f"generated (seed {args.seed}, {args.dimension}-d) and loaded with surreal_eval.load.bulk.load_dataset in {seconds:.0f} s")
             report(result)
             if not args.no_scale:
                 scale += [ScalePoint(documents, result.questions, result.timings["F"].seconds, result.timings["H"].seconds)]

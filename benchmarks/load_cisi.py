@@ -7,7 +7,7 @@ with the 384-d embeddings of its sidecar; `--copies N` repeats them N times unde
 jittered vectors, to see how each load scales), read into memory first, each into a fresh
 database with the harness imported (so `article` starts with its indexes defined):
 
-  bulk ingest   `surreal_eval.load.ingest.load_corpus`: staged in batches, moved 1,000 rows a
+  bulk ingest   `surreal_eval.load.bulk.load_corpus`: staged in batches, moved 1,000 rows a
                 transaction with the BM25 index kept up to date and the HNSW index removed, then
                 the HNSW index defined again (built in one pass)
   naive         one `CREATE` per document into `article`, indexes defined first
@@ -36,7 +36,7 @@ from pathlib import Path
 
 from surreal_eval import Article, HarnessConfig, Settings, connect, import_harness
 from surreal_eval.store.connection import Database, to_record
-from surreal_eval.load.ingest import DEFAULT_BATCH_SIZE, load_corpus
+from surreal_eval.load.bulk import DEFAULT_BATCH_SIZE, load_corpus
 from surreal_eval.load.readers import read_documents
 
 

@@ -34,6 +34,7 @@ def protected(db):
         "articles": db.value("SELECT * FROM article ORDER BY id"),
         "questions": db.value("SELECT * FROM question ORDER BY id"),
         "unfinished loads": db.value("SELECT * FROM ingest_journal"),
+        "retrievers": db.value("SELECT * FROM retriever ORDER BY id"),
     }
 
 
@@ -47,6 +48,17 @@ def test_an_evaluator_can_evaluate_and_read_history(store):
         db.close()
 
 
+def test_an_evaluator_reads_the_registry_and_fn_evaluate_leaves_no_run(store):
+    db = as_evaluator(store)
+    try:
+        assert db.value("RETURN fn::default_retrievers()") == ["bm25", "vector", "hybrid", "hybrid_floor"]
+        got = db.value("RETURN fn::evaluate(3)")
+        assert {m["retriever"] for m in got["means"]} == {"bm25", "vector", "hybrid", "hybrid_floor"}
+        assert [db.value(f"RETURN count(SELECT id FROM {t})") for t in ("eval_run", "eval_ranking", "eval_result")] == [0, 0, 0]
+    finally:
+        db.close()
+
+
 @pytest.mark.parametrize("statement", [
     "UPDATE article:refund_request SET content = 'changed'",
     "DELETE article:contact_support",
@@ -56,6 +68,9 @@ def test_an_evaluator_can_evaluate_and_read_history(store):
     "CREATE question:new CONTENT { text: 'x', embedding: [1, 0, 0, 0], relevant: [article:track_order] }",
     "UPDATE harness_config:current SET dimension = 8",
     "DELETE eval_run",
+    "UPDATE retriever:hybrid SET params = { rrf_k: 1 }",
+    "DELETE retriever:bm25",
+    "CREATE retriever:mine CONTENT { position: 99, lists: ['bm25'], fusion: 'none' }",
     "CREATE ingest_journal:article CONTENT { undo: '_undo_article', existed: true, corpus: true, position: 0, "
     "state: 'moving', started: time::now(), updated: time::now() }",
 ])

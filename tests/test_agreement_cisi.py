@@ -9,7 +9,7 @@ import pytest
 
 from surreal_eval import Settings, connect, evaluate
 from surreal_eval.runs.export import export_qrels_trec, export_run_trec
-from surreal_eval.grammar import RETRIEVERS
+from surreal_eval import RETRIEVERS
 
 from .datasets import cisi
 
@@ -22,7 +22,7 @@ pytestmark = pytest.mark.slow
 
 @pytest.fixture(scope="module")
 def cisi_run():
-    from surreal_eval.load.ingest import load_beir
+    from surreal_eval.load.bulk import load_beir
 
     db = connect(Settings(url="mem://"))
     report = load_beir(db, CISI, create_harness=True)

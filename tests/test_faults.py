@@ -246,14 +246,14 @@ def test_after_a_failing_statement_no_further_statement_of_a_batch_starts(db):
 
 
 def test_a_store_with_a_memtable_waiting_is_reopened_between_statements_and_keeps_everything(tmp_path):
-    """Database.relieve: the SDK's async embedded engine never runs surrealkv's memtable flush, and
+    """Database.flush_if_full: the SDK's async embedded engine never runs surrealkv's memtable flush, and
     writes stall for good after ~2 memtables (found at 100,000 documents). The trigger (a second
     write-ahead log file) takes GBs of writes to reach, so here it is pointed at a folder made to
     look like it; the reopening itself is real."""
     url = f"surrealkv://{tmp_path / 'store'}"
     db = connect(Settings(url=url))
     try:
-        assert db._wal == str(tmp_path / "store" / "wal") and db.relieve() is False  # one log: nothing waits
+        assert db._wal == str(tmp_path / "store" / "wal") and db.flush_if_full() is False  # one log: nothing waits
         db.query("CREATE note:a SET text = 'kept'")
         waiting = tmp_path / "looks_like_wal"
         waiting.mkdir()
@@ -261,7 +261,7 @@ def test_a_store_with_a_memtable_waiting_is_reopened_between_statements_and_keep
         (waiting / "00000000000000000001.wal").write_bytes(b"")
         db._wal = str(waiting)
         client = db._client
-        assert db.relieve() is True and db._client is not client
+        assert db.flush_if_full() is True and db._client is not client
         assert db.value("RETURN note:a.text") == "kept"  # same store, same namespace and database
         db.query("CREATE note:b SET text = 'after'")
     finally:
@@ -273,7 +273,7 @@ def test_a_store_with_a_memtable_waiting_is_reopened_between_statements_and_keep
         db.close()
     memory = connect(Settings(url="mem://"))
     try:
-        assert memory._wal is None and memory.relieve() is False
+        assert memory._wal is None and memory.flush_if_full() is False
     finally:
         memory.close()
 
@@ -284,7 +284,7 @@ def test_an_evaluation_gives_the_store_a_chance_to_flush_between_groups_of_batch
 
     monkeypatch.setattr(evaluation, "GROUP", 1)  # one statement (BATCH = 4 questions) a group
     calls = []
-    monkeypatch.setattr(Database, "relieve", lambda db: calls.append(1) or False)
+    monkeypatch.setattr(Database, "flush_if_full", lambda db: calls.append(1) or False)
     seen = []
     report = evaluate(seeded, ks=[1, 3], progress=lambda done, total: seen.append((done, total)))
     assert report.questions == 8 and len(calls) == 2

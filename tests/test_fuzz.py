@@ -48,7 +48,7 @@ from surreal_eval.store.connection import record_str
 from surreal_eval.errors import InputError, Rejected
 from surreal_eval.runs.export import export_run_trec
 from surreal_eval.store.schema import RESERVED_WORDS
-from surreal_eval.load.ingest import load_beir, load_corpus, load_golden
+from surreal_eval.load.bulk import load_beir, load_corpus, load_golden
 from surreal_eval.load.readers import read_documents, read_questions
 
 from .conftest import fresh_db, snapshot

@@ -8,7 +8,7 @@ from surreal_eval import ConfigError, HarnessConfig, evaluate, import_harness, i
 from surrealdb import RecordID
 
 from surreal_eval.errors import QueryFailed
-from surreal_eval.load.ingest import load_corpus
+from surreal_eval.load.bulk import load_corpus
 from surreal_eval.models import Article
 from surreal_eval.store.schema import HARNESS_SCRIPTS, RESERVED_WORDS, identifier, render
 

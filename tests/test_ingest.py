@@ -21,11 +21,11 @@ from surreal_eval import (
     evaluate,
     import_harness,
 )
-from surreal_eval.load import ingest
+from surreal_eval.load import bulk
 from surreal_eval.load import move, staging
 from surreal_eval.store import journal as load_journal
 from surreal_eval.present.cli import app
-from surreal_eval.load.ingest import load_beir, load_corpus, load_dataset, load_golden, staging_tables
+from surreal_eval.load.bulk import load_beir, load_corpus, load_dataset, load_golden, staging_tables
 
 from .datasets import cisi
 from .conftest import fresh_db, snapshot
@@ -255,7 +255,7 @@ def test_a_move_killed_between_parts_is_undone_when_the_store_opens_again(tmp_pa
     before = snapshot(db)
     with monkeypatch.context() as patch:
         patch.setattr(load_journal, "MOVE_PART", 2)
-        patch.setattr(ingest, "recover_loads", lambda db, **kw: [])  # a killed process cleans nothing up
+        patch.setattr(bulk, "recover_loads", lambda db, **kw: [])  # a killed process cleans nothing up
         Parts(patch, die_after=3)
         with pytest.raises(KeyboardInterrupt):
             load_dataset(db, [doc(i, content=f"new {i}") for i in range(6)], [question(f"n{i}", ["d5"]) for i in range(3)])
@@ -274,7 +274,7 @@ def test_a_load_killed_before_its_indexes_were_built_gets_them_when_the_store_op
     db = connect(Settings(url=url))
     import_harness(db, HarnessConfig(dimension=4))
     with monkeypatch.context() as patch:
-        patch.setattr(ingest, "recover_loads", lambda db, **kw: [])
+        patch.setattr(bulk, "recover_loads", lambda db, **kw: [])
 
         def killed(load, table):
             raise KeyboardInterrupt("killed before the index build")
@@ -299,11 +299,11 @@ def test_a_load_waits_for_a_live_load_on_a_server_and_undoes_a_dead_one(db, monk
              "state: 'moving', started: time::now(), updated: time::now()}; DEFINE TABLE _undo_article SCHEMALESS; "
              "CREATE _undo_article:d1 SET old = NONE")
     with pytest.raises(StoreBusy, match="a load into article is in progress"):
-        ingest.recover_loads(db, stale_after=60)
+        bulk.recover_loads(db, stale_after=60)
     with pytest.raises(Exception, match="a load into article is unfinished"):
         evaluate(db, ks=[1])
     db.query("UPDATE ingest_journal:article SET updated = time::now() - 2h")
-    assert ingest.recover_loads(db, stale_after=60) == ["article"]
+    assert bulk.recover_loads(db, stale_after=60) == ["article"]
     assert db.value("SELECT VALUE record::id(id) FROM article ORDER BY id") == ["d0", "d2"]  # d1 was new to that load
     assert journal(db) == [] and staging_tables(db) == []
 

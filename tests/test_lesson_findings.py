@@ -87,8 +87,11 @@ def test_standalone_retriever_functions_agree_with_the_run(seeded, report):
     assert [str(r.id) for r in floored[:2]] == ["refund_request", "cancel_subscription"]
 
 
-def test_fn_evaluate_returns_means_and_the_sweep(seeded, report):
+def test_fn_evaluate_returns_means_and_the_sweep_and_records_nothing(seeded, report):
+    runs = seeded.value("SELECT id FROM eval_run")
     got = seeded.value("RETURN fn::evaluate(5)")
+    assert seeded.value("SELECT id FROM eval_run") == runs
+    assert seeded.value("RETURN count(SELECT id FROM eval_result WHERE run NOTINSIDE $r)", {"r": [r["id"] for r in runs]}) == 0
     means = {m["retriever"]: m["recall"] for m in got["means"]}
     assert means == {r: mean(report, r, 5) for r in ("bm25", "vector", "hybrid", "hybrid_floor")}
     assert {s["floor"] for s in got["sweep"]} == {0, 1, 2, 3, 4, 5}

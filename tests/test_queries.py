@@ -49,7 +49,7 @@ def test_regressed_questions_names_the_question_that_broke(two_runs):
 
 
 def test_ingests_with_runs_links_each_ingest_to_its_run(seeded):
-    from surreal_eval.load.ingest import record_ingest
+    from surreal_eval.load.bulk import record_ingest
     from surreal_eval.runs.watch import set_watch
 
     assert record_ingest(seeded, corpus="article", documents=10) is None  # nothing watched yet

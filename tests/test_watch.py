@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from surreal_eval import history
-from surreal_eval.load.ingest import record_ingest
+from surreal_eval.load.bulk import record_ingest
 from surreal_eval.runs.watch import clear_watch, get_watch, set_watch
 
 
@@ -52,7 +52,7 @@ def test_a_drop_appears_next_to_the_ingest_that_caused_it(seeded):
 
 
 def test_load_corpus_records_the_ingest_and_its_run(seeded):
-    from surreal_eval.load.ingest import load_corpus
+    from surreal_eval.load.bulk import load_corpus
     from surreal_eval.models import Article
 
     set_watch(seeded, ks=[1, 3])

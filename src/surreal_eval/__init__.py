@@ -31,12 +31,13 @@ from .analysis.gate import GateResult, gate
 from .present.junit import write_junit
 from .load.records import add_articles, add_questions, delete_article
 from .store.schema import HarnessConfig, import_harness, import_seed
-from .load.ingest import DatasetReport, LoadReport, load_beir, load_corpus, load_dataset, load_golden, recover_loads
+from .load.bulk import DatasetReport, LoadReport, load_beir, load_corpus, load_dataset, load_golden, recover_loads
 from .load.readers import read_beir, read_documents, read_qrels, read_questions
 from .runs.history import history
 from .present.html import write_report
 from .analysis.slices import Slice, slices
-from .grammar import METRICS, RETRIEVERS, parse_ks, parse_metric
+from .grammar import METRICS, parse_ks, parse_metric
+from .store.registry import HARNESS_RETRIEVERS as RETRIEVERS, Retriever, registry
 from .models import Article, Question, RunReport, RunSummary
 from .store.settings import Settings
 from .stats import (
@@ -77,6 +78,7 @@ __all__ = [
     "Question",
     "RETRIEVERS",
     "Rejected",
+    "Retriever",
     "RetrieverComparison",
     "RunReport",
     "RunSummary",
@@ -118,6 +120,7 @@ __all__ = [
     "read_qrels",
     "read_questions",
     "recover_loads",
+    "registry",
     "resolution",
     "resolve_run",
     "run_demo",

@@ -1,4 +1,4 @@
-"""The metric list and the one parser for metric names such as `recall@5` and cutoff lists `1,3,5`."""
+"""The metric list and the one parser for metric names such as `recall@5`, cutoff lists `1,3,5` and retriever names."""
 
 from __future__ import annotations
 
@@ -6,15 +6,11 @@ from typing import NamedTuple
 
 from .errors import ConfigError
 
-__all__ = ["METRICS", "RETRIEVERS", "MetricSpec", "parse_metric", "parse_ks"]
+__all__ = ["METRICS", "MetricSpec", "parse_metric", "parse_ks", "parse_retrievers"]
 
 #: Every metric the database computes: one SurrealQL function fn::metric_<name> each
 #: (a test checks this tuple against the functions defined in the database).
 METRICS = ("recall", "hit_rate", "precision", "mrr", "ndcg", "map", "r_precision")
-#: Every retriever an evaluation knows, in report order (fn::retriever_names in evaluate.surql).
-RETRIEVERS = ("bm25", "vector", "hybrid", "hybrid_floor", "hybrid_linear")
-#: The retrievers evaluated when none are named (fn::default_retrievers).
-DEFAULT_RETRIEVERS = ("bm25", "vector", "hybrid", "hybrid_floor")
 
 
 class MetricSpec(NamedTuple):
@@ -53,15 +49,15 @@ def parse_ks(text: str) -> list[int]:
     return sorted({_positive_int(p, "every k") for p in parts})
 
 
-def parse_retrievers(names: list[str] | None) -> list[str]:
-    """The retrievers asked for (the defaults when none), checked against RETRIEVERS, in report order."""
+def parse_retrievers(names: list[str] | None, *, known: list[str], defaults: list[str]) -> list[str]:
+    """The retrievers asked for (`defaults` when none), each one of `known` (the registry, in report order), in that order."""
     if not names:
-        return list(DEFAULT_RETRIEVERS)
+        return list(defaults)
     wanted = {n.strip() for name in names for n in name.split(",") if n.strip()}
-    unknown = sorted(wanted - set(RETRIEVERS))
+    unknown = sorted(wanted - set(known))
     if unknown:
-        raise ConfigError(f"unknown retriever {', '.join(unknown)}: use {', '.join(RETRIEVERS)}")
-    return [r for r in RETRIEVERS if r in wanted]
+        raise ConfigError(f"unknown retriever {', '.join(unknown)}: use {', '.join(known)}")
+    return [r for r in known if r in wanted]
 
 
 def parse_weights(text: str) -> list[float]:

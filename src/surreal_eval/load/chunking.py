@@ -70,7 +70,7 @@ def chunk_corpus(
     Returns the ingest's LoadReport. The chunk table is (re)defined like `article`, its rows tied to
     their documents by `doc`, so document labels and quote labels both work on it.
     """
-    from .ingest import load_corpus  # the bulk loader
+    from .bulk import load_corpus  # the bulk loader
 
     identifier(source, what="--from table")
     identifier(target, what="--into table")

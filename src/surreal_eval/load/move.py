@@ -97,7 +97,7 @@ def move_all(load: Load, moves: list[Move]) -> None:
                          {"staging": move.staging, "target": move.target, "undo": move.undo, "keys": part})
                 done += len(part)
                 load.step(step, done, total)
-                db.relieve()
+                db.flush_if_full()
         db.atomic(finish)
     remove_staging(db)
     for move in moves:

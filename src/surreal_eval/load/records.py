@@ -9,7 +9,7 @@ from surrealdb import RecordID
 
 from ..store.connection import Database, record_str, to_record
 from ..errors import NotFound, Rejected
-from .ingest import load_corpus, load_golden
+from .bulk import load_corpus, load_golden
 from ..models import Article, Question
 
 __all__ = ["add_articles", "add_questions", "delete_article"]
@@ -18,7 +18,7 @@ __all__ = ["add_articles", "add_questions", "delete_article"]
 def add_articles(db: Database, articles: Iterable[Article]) -> int:
     """Insert or replace articles, all or none; returns how many were written.
 
-    The same as `ingest.load_corpus(db, articles).loaded`: the article indexes are rebuilt after.
+    The same as `bulk.load_corpus(db, articles).loaded`: the article indexes are rebuilt after.
     """
     return load_corpus(db, articles).loaded
 

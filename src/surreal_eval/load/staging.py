@@ -123,7 +123,7 @@ class Load:
             staged = [{"id": r["id"], "row": {k: v for k, v in r.items() if k != "id"}} for r in rows]
             self.db.query(statement("INSERT INTO {{staging}} $rows RETURN NONE", staging=staging), {"rows": staged})
             self.batches += 1
-            self.db.relieve()
+            self.db.flush_if_full()
 
     def ensure_harness(self) -> None:
         """Import the harness with the dimension of this load's embeddings, if it is missing."""

@@ -1,5 +1,5 @@
 """The CLI's core: the typer app and its groups, the global options, and how library errors become
-one line on stderr and an exit code. The commands live in the commands_* modules beside it."""
+one line on stderr and an exit code (`checked`). The commands live in the commands_* modules beside it."""
 
 from __future__ import annotations
 
@@ -49,8 +49,8 @@ def fail(error: SurrealEvalError) -> NoReturn:
     raise typer.Exit(error.exit_code)
 
 
-def run(action: Callable[[], T]) -> T:
-    """Run a library call; our errors become one line on stderr and their exit code."""
+def checked(action: Callable[[], T]) -> T:
+    """`action()`, a library call, with our errors turned into one line on stderr and their exit code."""
     try:
         return action()
     except SurrealEvalError as error:
@@ -59,7 +59,7 @@ def run(action: Callable[[], T]) -> T:
 
 def table_name(name: Optional[str], what: str) -> Optional[str]:
     """A table name given on the command line, refused unless it is an identifier (None passes)."""
-    return None if name is None else run(lambda: identifier(name, what=what))
+    return None if name is None else checked(lambda: identifier(name, what=what))
 
 
 def with_db(action: Callable[[Database], T]) -> T:
@@ -70,7 +70,7 @@ def with_db(action: Callable[[Database], T]) -> T:
         finally:
             db.close()
 
-    return run(call)
+    return checked(call)
 
 
 @app.callback()

@@ -8,7 +8,7 @@ from typing import Annotated, Optional
 import typer
 
 from ..errors import ConfigError
-from .app import JsonOpt, app, err, fail, out, run, with_db
+from .app import JsonOpt, app, checked, err, fail, out, with_db
 
 
 RunArg = Annotated[str, typer.Argument(help="Run: eval_run:ID, ID, latest or previous (see `surreal-eval history`).")]
@@ -64,7 +64,7 @@ def gate(
         db, baseline=baseline, candidate=candidate, metric=metric or ["recall@5"], retriever=retriever,
         max_drop=max_drop, alpha=alpha, allow_different_golden=allow_different_golden))
     if junit is not None:
-        run(lambda: write_junit(result, junit))
+        checked(lambda: write_junit(result, junit))
     if as_json:
         out.print_json(result.model_dump_json())
     else:

@@ -9,13 +9,13 @@ from typing import Annotated, Callable, Optional, TypeVar
 import typer
 
 from ..errors import ConfigError
-from ..load.ingest import DEFAULT_BATCH_SIZE
-from ..load.ingest import load_beir as ingest_beir
-from ..load.ingest import load_corpus as ingest_corpus
-from ..load.ingest import load_golden as ingest_golden
+from ..load.bulk import DEFAULT_BATCH_SIZE
+from ..load.bulk import load_beir as ingest_beir
+from ..load.bulk import load_corpus as ingest_corpus
+from ..load.bulk import load_golden as ingest_golden
 from ..load.readers import read_documents, read_questions
 from ..store.connection import Database
-from .app import app, err, fail, load_app, out, run, table_name, with_db
+from .app import app, checked, err, fail, load_app, out, table_name, with_db
 from .progress import Progress
 
 T = TypeVar("T")
@@ -40,7 +40,7 @@ def _embedder(spec: Optional[str]):
         return None
     from ..load.embedders import embedder_from_spec
 
-    return run(lambda: embedder_from_spec(spec))
+    return checked(lambda: embedder_from_spec(spec))
 
 
 def _loaded(report, what: str) -> str:
@@ -167,6 +167,6 @@ def chunk(
     table_name(target, "--into table")
     if not embedder:
         fail(ConfigError("chunks need embeddings: pass --embedder or set SURREAL_EVAL_EMBEDDER"))
-    model = run(lambda: embedder_from_spec(embedder))
+    model = checked(lambda: embedder_from_spec(embedder))
     report = with_db(lambda db: chunk_corpus(db, source=source, target=target, size=size, overlap=overlap, embedder=model))
     out.print(f"cut {source} into {report.loaded} chunks in {target} ({size} words, overlap {overlap})")

@@ -9,7 +9,7 @@ import typer
 
 from ..errors import ConfigError, InputError
 from ..grammar import parse_ks, parse_metric, parse_weights
-from ..load.ingest import STALE_LOAD, recover_loads
+from ..load.bulk import STALE_LOAD, recover_loads
 from ..runs.demo import run_demo
 from ..runs.diagnose import diagnose as diagnose_question
 from ..runs.evaluate import evaluate as run_evaluation
@@ -17,14 +17,14 @@ from ..runs.history import history as read_history
 from ..store.connection import Database
 from ..store.schema import DEMO_DIMENSION, HarnessConfig, harness_config, import_harness, import_seed
 from . import run_tables as display
-from .app import JsonOpt, app, err, export_app, fail, out, run, state, table_name, with_db
+from .app import JsonOpt, app, checked, err, export_app, fail, out, state, table_name, with_db
 from .progress import Progress
 
 
 @app.command()
 def demo(as_json: JsonOpt = False) -> None:
     """Run the lesson's demo in a throwaway in-memory store and print what it shows."""
-    report = run(lambda: run_demo())
+    report = checked(lambda: run_demo())
     if as_json:
         out.print_json(report.model_dump_json(exclude_none=False))
         return
@@ -60,7 +60,7 @@ def init(
 @app.command()
 def evaluate(
     k: Annotated[str, typer.Option("--k", help="Cutoffs, comma-separated.")] = "1,3,5,10",
-    retriever: Annotated[Optional[list[str]], typer.Option(help="Retriever(s) to evaluate (default: bm25, vector, hybrid, hybrid_floor; also hybrid_linear).")] = None,
+    retriever: Annotated[Optional[list[str]], typer.Option(help="Retriever(s) to evaluate (default: the registry's defaults; `surreal-eval retrievers` lists them).")] = None,
     label: Annotated[Optional[str], typer.Option(help="A label for this run in history.")] = None,
     corpus: Annotated[Optional[str], typer.Option(help="Corpus table.")] = None,
     floor: Annotated[Optional[float], typer.Option(help="BM25 floor of the floored hybrid.")] = None,
@@ -73,10 +73,10 @@ def evaluate(
     as_json: JsonOpt = False,
 ) -> None:
     """Evaluate the golden set, record the run in history and print its means."""
-    ks = run(lambda: parse_ks(k))
+    ks = checked(lambda: parse_ks(k))
     params = {"corpus": table_name(corpus, "--corpus table"), "floor": floor, "rrf_k": rrf_k, "depth": depth, "norm": norm,
               "split": split,
-              "weights": run(lambda: parse_weights(weights)) if weights else None}
+              "weights": checked(lambda: parse_weights(weights)) if weights else None}
     bar = Progress()  # the same display as loads: stderr, on a terminal, after the first second
     try:
         report = with_db(lambda db: run_evaluation(
@@ -97,14 +97,26 @@ def history(
     as_json: JsonOpt = False,
 ) -> None:
     """Print the run trend: one line per finished run."""
-    name, at = (metric, None) if "@" not in metric else tuple(run(lambda: parse_metric(metric)))
+    name, at = (metric, None) if "@" not in metric else tuple(checked(lambda: parse_metric(metric)))
     if "@" not in metric:
-        run(lambda: parse_metric(f"{metric}@1"))
+        checked(lambda: parse_metric(f"{metric}@1"))
     runs = with_db(lambda db: read_history(db, limit=limit))
     if as_json:
         out.print_json(data=[r.model_dump(mode="json") for r in runs])
         return
     display.show_history(out, runs, name, at)
+
+
+@app.command()
+def retrievers(as_json: JsonOpt = False) -> None:
+    """List the registry of retrievers: the candidate lists each fuses, how, and which run by default."""
+    from ..store.registry import registry
+
+    rows = with_db(registry)
+    if as_json:
+        out.print_json(data=[r.model_dump(mode="json") for r in rows])
+        return
+    display.show_registry(out, rows)
 
 
 @app.command()
@@ -174,7 +186,7 @@ def export_qrels(
 @app.command()
 def watch(
     k: Annotated[str, typer.Option("--k", help="Cutoffs to evaluate after each ingest.")] = "1,3,5,10",
-    retriever: Annotated[Optional[list[str]], typer.Option(help="Retriever(s) (default: the four standard ones).")] = None,
+    retriever: Annotated[Optional[list[str]], typer.Option(help="Retriever(s) (default: the registry's defaults; `surreal-eval retrievers` lists them).")] = None,
     floor: Annotated[Optional[float], typer.Option(help="BM25 floor of the floored hybrid.")] = None,
     rrf_k: Annotated[Optional[int], typer.Option(help="RRF constant.")] = None,
     off: Annotated[bool, typer.Option("--off", help="Stop evaluating after ingests.")] = False,
@@ -186,7 +198,7 @@ def watch(
         with_db(clear_watch)
         out.print("ingests no longer evaluate")
         return
-    ks = run(lambda: parse_ks(k))
+    ks = checked(lambda: parse_ks(k))
     with_db(lambda db: set_watch(db, ks=ks, retrievers=retriever, params={"floor": floor, "rrf_k": rrf_k}))
     out.print(f"every ingest now records a run at k = {', '.join(map(str, ks))}")
 
@@ -216,7 +228,7 @@ def tune(
     """Sweep a parameter on the dev split, pick the best by a metric, report it on the test split."""
     from ..runs.tune import parse_values, tune as run_tune
 
-    candidates = run(lambda: parse_values(param, values))
+    candidates = checked(lambda: parse_values(param, values))
     corpus = table_name(corpus, "--corpus table")
     result = with_db(lambda db: run_tune(db, param=param, values=candidates, metric=metric, retriever=retriever,
                                           params={"corpus": corpus}, force=force))

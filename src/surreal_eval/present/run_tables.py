@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections import defaultdict
 
 from rich.console import Console
@@ -11,8 +12,9 @@ from rich.table import Table
 from ..errors import one_line
 from ..grammar import METRICS
 from ..models import Diagnosis, RunReport, RunSummary
+from ..store.registry import Retriever
 
-__all__ = ["show_report", "show_history", "show_diagnosis"]
+__all__ = ["show_report", "show_history", "show_registry", "show_diagnosis"]
 
 
 def _plain(value: object) -> str:
@@ -106,6 +108,17 @@ def show_history(console: Console, runs: list[RunSummary], metric: str, k: int |
             str(run.questions),
             *(_fmt(run.mean(name, metric, at)) for name in retrievers),
         )
+    console.print(table)
+
+
+def show_registry(console: Console, rows: list[Retriever]) -> None:
+    """One line per registry row, in report order."""
+    table = Table(title="retrievers (table retriever)")
+    for column in ("retriever", "lists", "fusion", "params", "default", "sweep", "tunes", "owner"):
+        table.add_column(column)
+    for r in rows:
+        table.add_row(_plain(r.name), " + ".join(r.lists), r.fusion, _plain(json.dumps(r.params, sort_keys=True)) if r.params else "",
+                      "yes" if r.by_default else "", _plain(r.sweep or ""), ", ".join(r.tunes), "harness" if r.harness else "user")
     console.print(table)
 
 

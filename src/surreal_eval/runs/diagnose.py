@@ -6,7 +6,7 @@ from typing import Any
 
 from ..store.connection import Database, record_str, to_record
 from ..errors import NotFound
-from ..grammar import parse_retrievers
+from ..store.registry import resolve_retrievers
 from ..models import Diagnosis, RankedHit, RetrieverView
 
 __all__ = ["diagnose"]
@@ -38,7 +38,7 @@ def diagnose(
     rid = to_record(question, "question")
     if not db.value("RETURN record::exists($q)", {"q": rid}):
         raise NotFound(f"no question {record_str(rid)} in the golden set")
-    found = db.value(_QUERY, {"question": rid, "k": k, "names": parse_retrievers(retrievers), "given": given})
+    found = db.value(_QUERY, {"question": rid, "k": k, "names": resolve_retrievers(db, retrievers), "given": given})
     relevant = {record_str(r) for r in found["question"]["relevant"]}
     return Diagnosis(
         question=record_str(found["question"]["id"]),

@@ -9,7 +9,7 @@ from typing import Any, Callable
 
 
 from ..store.connection import Database
-from ..grammar import parse_retrievers
+from ..store.registry import resolve_retrievers
 from ..models import RunReport
 from .record import load_run
 
@@ -23,7 +23,7 @@ CONCURRENCY = max(1, min(os.cpu_count() or 2, 8))
 STALE_EMBEDDED, STALE_SERVER = "0s", "1d"
 #: Questions per evaluation statement: small enough to spread over the cores, large enough to amortise.
 BATCH = 4
-#: Statements between two chances for an embedded store to flush (Database.relieve).
+#: Statements between two chances for an embedded store to flush (Database.flush_if_full).
 GROUP = 256
 
 def evaluate(
@@ -46,7 +46,7 @@ def evaluate(
     (default CONCURRENCY); the run becomes visible in history only when every question is scored,
     and a failure discards it. `progress(done, total)` is called as batches of questions finish.
     """
-    names = parse_retrievers(retrievers)
+    names = resolve_retrievers(db, retrievers)
     given = {k: v for k, v in (params or {}).items() if v is not None}
     given.update(trigger=trigger, git_commit=git_commit())
     # runs left unfinished by a killed process or a dropped connection are invisible; clear them:
@@ -69,7 +69,7 @@ def evaluate(
                 progress=(lambda n, s=start: progress(min((s + n) * BATCH, len(questions)), len(questions)))
                 if progress else None,
             )
-            db.relieve()
+            db.flush_if_full()
         db.value("RETURN fn::finish_run($run)", {"run": run})
     except BaseException:
         try:  # leave nothing of a failed run behind (a killed process leaves it unfinished: invisible)

@@ -11,13 +11,15 @@ from ..store.connection import Database, record_str
 from ..errors import ConfigError, Rejected
 from .evaluate import evaluate
 from ..store.schema import HarnessConfig, harness_config, import_harness
-from ..grammar import RETRIEVERS, parse_metric
+from ..grammar import parse_metric
+from ..store.registry import registry, tuned_by
 from ..models import RunReport
 
 __all__ = ["TUNABLE", "TuneResult", "assign_splits", "parse_values", "tune"]
 
-#: Each tunable parameter and the retriever it belongs to.
-TUNABLE = {"floor": "hybrid_floor", "rrf_k": "hybrid", "weights": "hybrid_linear", "knn_ef": "vector"}
+#: The parameters tune can sweep; the retriever each is swept on by default is the first registry
+#: row that `tunes` it (surql/registry.surql).
+TUNABLE = ("floor", "rrf_k", "weights", "knn_ef")
 
 
 class TuneResult(BaseModel):
@@ -97,9 +99,10 @@ def tune(
     spec = parse_metric(metric)
     if param not in TUNABLE:
         raise ConfigError(f"cannot tune {param!r}: tunable are {', '.join(TUNABLE)}")
-    retriever = retriever or TUNABLE[param]
-    if retriever not in RETRIEVERS:
-        raise ConfigError(f"unknown retriever {retriever!r}: use {', '.join(RETRIEVERS)}")
+    retriever = retriever or tuned_by(db, param)
+    known = [r.name for r in registry(db)]
+    if retriever not in known:
+        raise ConfigError(f"unknown retriever {retriever!r}: use {', '.join(known)}")
     sizes = _split_sizes(db)
     held_out = sizes.get("dev", 0) > 0 and sizes.get("test", 0) > 0
     if not held_out and not force:

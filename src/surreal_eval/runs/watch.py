@@ -1,4 +1,4 @@
-"""Evaluate after every ingest: what to evaluate (eval_watch:current); the marker is load.ingest.record_ingest.
+"""Evaluate after every ingest: what to evaluate (eval_watch:current); the marker is load.bulk.record_ingest.
 
 An ingest (one batch load of a corpus table, not each row) creates one `ingest` row; the
 `evaluate_after_ingest` event (surql/evaluate.surql) then records a run inside the database, in
@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..store.connection import Database
-from ..grammar import parse_retrievers
+from ..store.registry import resolve_retrievers
 
 __all__ = ["set_watch", "clear_watch", "get_watch"]
 
@@ -21,7 +21,7 @@ def set_watch(db: Database, *, ks: list[int], retrievers: list[str] | None = Non
     db.value("RETURN fn::run_params($ks, $given)", {"ks": ks, "given": given})  # refuses bad values now
     db.query(
         "UPSERT eval_watch:current CONTENT { ks: $ks, retrievers: $names, params: $given } RETURN NONE",
-        {"ks": ks, "names": parse_retrievers(retrievers), "given": given},
+        {"ks": ks, "names": resolve_retrievers(db, retrievers), "given": given},
     )
 
 

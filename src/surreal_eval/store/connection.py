@@ -154,7 +154,7 @@ class Database:
         self._wal = _wal_folder(settings.url)
         _OPEN.add(self)
 
-    def relieve(self) -> bool:
+    def flush_if_full(self) -> bool:
         """Let an embedded surrealkv store flush its writes, if it must: True if it was reopened.
 
         The SDK's async embedded engine opens the store on a runtime it does not keep, so the

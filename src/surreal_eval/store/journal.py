@@ -2,7 +2,7 @@
 
 A load moves staged rows (`_ingest_<table>`) into place under a journal row (`ingest_journal`,
 surql/ingest.surql) and an undo table (`_undo_<table>`) holding what each write replaced; see
-`load.ingest` for how a load runs. `recover_loads` undoes a move still 'moving' and builds the HNSW
+`load.bulk` for how a load runs. `recover_loads` undoes a move still 'moving' and builds the HNSW
 index of one left 'indexing'. It is opened by `store.opening.connect` for embedded stores, and by
 every load and `init`.
 """
@@ -64,7 +64,7 @@ def index_statements(table: str, dimension: int) -> dict[str, str]:
 def build_hnsw(db: Database, table: str, dimension: int) -> None:
     """Build `table`'s HNSW index over its committed rows in one pass, and close the table's journal
     in the same transaction. (It writes 6 to 11 KB a 384-d document: the store may flush first.)"""
-    db.relieve()
+    db.flush_if_full()
     db.atomic("\n".join([index_statements(table, dimension)[f"{table}_embedding"],
                          statement("DELETE type::record('ingest_journal', '{{target}}');", target=table)]))
 
@@ -103,7 +103,7 @@ def recover_loads(db: Database, *, stale_after: float | None = None) -> list[str
         else:
             while db.value("RETURN fn::undo_moved($target, $undo, $limit)",
                            {"target": target, "undo": journal["undo"], "limit": MOVE_PART}):
-                db.relieve()
+                db.flush_if_full()
             if journal["corpus"]:  # the rows are as they were: the indexes next, as after a load
                 db.query(statement("UPDATE type::record('ingest_journal', '{{target}}') SET state = 'indexing' "
                               "RETURN NONE", target=target))

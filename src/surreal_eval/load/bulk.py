@@ -1,4 +1,4 @@
-"""Bulk ingest of documents and golden-set questions: all or nothing, in bounded memory.
+"""Bulk loads of documents and golden-set questions: all or nothing, in bounded memory.
 
 How a load runs (the engine facts behind each step are in SURREALDB.md, "Loading"):
 
@@ -18,7 +18,7 @@ How a load runs (the engine facts behind each step are in SURREALDB.md, "Loading
    saving what each write replaces in an undo table, under a journal row (surql/ingest.surql)
    that makes the move all-or-nothing all the same: a failure, or the next load or open of the
    store after a killed one, undoes it (`recover_loads`). Between parts an embedded store may be
-   reopened to flush (`Database.relieve`): its engine never flushes on its own.
+   reopened to flush (`Database.flush_if_full`): its engine never flushes on its own.
 5. The HNSW index is defined again and built in one pass over the whole table (the embedded engine
    never builds an HNSW graph in the background), in the transaction that closes the journal.
    This cannot be the transaction that wrote the rows: an index defined in the transaction that

@@ -1,0 +1,65 @@
+"""The registry of retrievers (table `retriever`, surql/registry.surql), read from the database.
+
+Every retriever an evaluation, tune, diagnose or the benchmarks can name is one row there; nothing
+in Python lists them. HARNESS_RETRIEVERS are the rows the harness itself seeds, read from the file.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from pydantic import BaseModel
+
+from .connection import Database
+from .schema import surql_dir
+from ..errors import ConfigError
+from ..grammar import parse_retrievers
+
+__all__ = ["HARNESS_RETRIEVERS", "Retriever", "registry", "resolve_retrievers", "tuned_by"]
+
+_SEEDED = re.compile(r"^UPSERT retriever:([A-Za-z_][A-Za-z0-9_]*) ", re.MULTILINE)
+
+
+class Retriever(BaseModel):
+    """One registry row: the candidate lists it fuses, how, and where it comes in reports."""
+
+    name: str
+    position: int
+    lists: list[str]
+    fusion: str
+    params: dict[str, Any] = {}
+    by_default: bool = False
+    sweep: str | None = None
+    tunes: list[str] = []
+    harness: bool = False
+
+
+def _harness_retrievers() -> tuple[str, ...]:
+    """The names of the rows surql/registry.surql seeds, in the order it seeds them (report order)."""
+    return tuple(_SEEDED.findall((surql_dir() / "registry.surql").read_text(encoding="utf-8")))
+
+
+#: The retrievers the harness defines, in report order (the rows surql/registry.surql seeds; a
+#: database may hold more: `registry(db)` reads them all).
+HARNESS_RETRIEVERS = _harness_retrievers()
+
+
+def registry(db: Database) -> list[Retriever]:
+    """Every retriever in the database's registry, in report order."""
+    rows = db.value("SELECT *, record::id(id) AS name OMIT id FROM retriever ORDER BY position")
+    return [Retriever(**{k: v for k, v in row.items() if v is not None}) for row in rows]
+
+
+def resolve_retrievers(db: Database, names: list[str] | None) -> list[str]:
+    """The retrievers asked for (comma-separated or repeated; the registry's defaults when none), in report order."""
+    rows = registry(db)
+    return parse_retrievers(names, known=[r.name for r in rows], defaults=[r.name for r in rows if r.by_default])
+
+
+def tuned_by(db: Database, param: str) -> str:
+    """The retriever `tune` sweeps `param` on when none is named: the first in the registry that tunes it."""
+    for row in registry(db):
+        if param in row.tunes:
+            return row.name
+    raise ConfigError(f"no retriever in the registry tunes {param!r}: name one with --retriever")
