@@ -17,7 +17,7 @@ from ..runs.history import history as read_history
 from ..store.connection import Database
 from ..store.schema import DEMO_DIMENSION, HarnessConfig, harness_config, import_harness, import_seed
 from . import run_tables as display
-from .app import JsonOpt, app, err, export_app, fail, out, run, state, table_name, with_db
+from .app import JsonOpt, app, err, export_app, fail, out, plain, run, state, table_name, with_db
 from .progress import Progress
 
 
@@ -53,8 +53,8 @@ def init(
 
     applied = with_db(action)
     if undone:
-        out.print(f"undid the unfinished load into {' and '.join(undone)}")
-    out.print(f"imported {', '.join(applied)}{' and the demo seed' if demo_seed else ''} into {state.settings.describe()}")
+        plain(out, f"undid the unfinished load into {' and '.join(undone)}")
+    plain(out, f"imported {', '.join(applied)}{' and the demo seed' if demo_seed else ''} into {state.settings.describe()}")
 
 
 @app.command()
@@ -155,7 +155,7 @@ def export_run(
         fail(ConfigError(f"unknown --format {fmt!r}: trec is supported"))
     count = with_db(lambda db: _write_lines(export_run_trec(db, run, retrievers=retriever, scores=scores), output))
     if output is not None:
-        err.print(f"wrote {count} lines to {output}")
+        plain(err, f"wrote {count} lines to {output}")
 
 
 @export_app.command("qrels")
@@ -168,7 +168,7 @@ def export_qrels(
 
     count = with_db(lambda db: _write_lines(export_qrels_trec(db, run=run), output))
     if output is not None:
-        err.print(f"wrote {count} lines to {output}")
+        plain(err, f"wrote {count} lines to {output}")
 
 
 @app.command()
@@ -184,11 +184,11 @@ def watch(
 
     if off:
         with_db(clear_watch)
-        out.print("ingests no longer evaluate")
+        plain(out, "ingests no longer evaluate")
         return
     ks = run(lambda: parse_ks(k))
     with_db(lambda db: set_watch(db, ks=ks, retrievers=retriever, params={"floor": floor, "rrf_k": rrf_k}))
-    out.print(f"every ingest now records a run at k = {', '.join(map(str, ks))}")
+    plain(out, f"every ingest now records a run at k = {', '.join(map(str, ks))}")
 
 
 @app.command()
@@ -200,7 +200,7 @@ def split(
     from ..runs.tune import assign_splits
 
     sizes = with_db(lambda db: assign_splits(db, dev_fraction=dev, seed=seed))
-    out.print(f"dev {sizes['dev']} questions, test {sizes['test']} questions")
+    plain(out, f"dev {sizes['dev']} questions, test {sizes['test']} questions")
 
 
 @app.command()
@@ -223,10 +223,10 @@ def tune(
     if as_json:
         out.print_json(result.model_dump_json())
         return
-    out.print(f"{param} swept on {'ALL questions (forced)' if result.forced else 'the dev split'} by {result.metric}:")
+    plain(out, f"{param} swept on {'ALL questions (forced)' if result.forced else 'the dev split'} by {result.metric}:")
     for row in result.sweep:
         mark = "  <- best" if row["value"] == result.best else ""
-        out.print(f"  {param} = {row['value']}: {row['mean']:.4f} ({row['questions']} questions){mark}")
+        plain(out, f"  {param} = {row['value']}: {row['mean']:.4f} ({row['questions']} questions){mark}")
     display.show_report(out, result.report)
 
 
@@ -243,9 +243,9 @@ def grant(
 
     if revoke:
         with_db(lambda db: revoke_evaluator(db, name))
-        out.print(f"evaluator {name} revoked")
+        plain(out, f"evaluator {name} revoked")
         return
     secret = os.environ.get("SURREAL_EVAL_EVALUATOR_PASS") or typer.prompt(
         f"password for evaluator {name}", hide_input=True, confirmation_prompt=True)
     with_db(lambda db: grant_evaluator(db, name, secret))
-    out.print(f"evaluator {name} can now sign in with --access evaluator --user {name}")
+    plain(out, f"evaluator {name} can now sign in with --access evaluator --user {name}")
