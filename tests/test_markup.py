@@ -3,7 +3,6 @@ in error messages and in the HTML report."""
 
 from __future__ import annotations
 
-
 from typer.testing import CliRunner
 
 from surreal_eval import Settings, connect

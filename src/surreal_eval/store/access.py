@@ -6,7 +6,7 @@ from ..errors import Rejected, SurrealEvalError
 from .connection import Database
 from .schema import identifier, statement
 
-__all__ = ["grant_evaluator", "revoke_evaluator", "make_strict"]
+__all__ = ["grant_evaluator", "make_strict", "revoke_evaluator"]
 
 
 def make_strict(db: Database) -> None:
