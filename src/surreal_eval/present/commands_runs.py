@@ -8,14 +8,14 @@ from typing import Annotated, Optional
 import typer
 
 from ..errors import ConfigError, InputError
-from ..grammar import parse_ks, parse_metric, parse_weights
+from ..grammar import check_number, parse_ks, parse_metric, parse_weights
 from ..load.ingest import STALE_LOAD, recover_loads
 from ..runs.demo import run_demo
 from ..runs.diagnose import diagnose as diagnose_question
 from ..runs.evaluate import evaluate as run_evaluation
 from ..runs.history import history as read_history
 from ..store.connection import Database
-from ..store.schema import DEMO_DIMENSION, HarnessConfig, harness_config, import_harness, import_seed
+from ..store.schema import DEMO_DIMENSION, checked_config, harness_config, import_harness, import_seed
 from . import run_tables as display
 from .app import JsonOpt, app, err, export_app, fail, out, plain, run, state, table_name, with_db
 from .progress import Progress
@@ -45,8 +45,9 @@ def init(
         # (an embedded store was already put right when it opened)
         undone.extend(recover_loads(db, stale_after=None if db.settings.is_embedded else STALE_LOAD))
         existing = harness_config(db)
-        dim = dimension or (DEMO_DIMENSION if demo_seed else existing.dimension if existing else 384)
-        applied = import_harness(db, HarnessConfig(dimension=dim, knn_depth=knn_depth, knn_ef=knn_ef))
+        dim = dimension if dimension is not None else (
+            DEMO_DIMENSION if demo_seed else existing.dimension if existing else 384)
+        applied = import_harness(db, checked_config(dimension=dim, knn_depth=knn_depth, knn_ef=knn_ef))
         if demo_seed:
             import_seed(db)
         return applied
@@ -97,6 +98,8 @@ def history(
     as_json: JsonOpt = False,
 ) -> None:
     """Print the run trend: one line per finished run."""
+    if limit is not None:
+        run(lambda: check_number("limit", limit))
     name, at = (metric, None) if "@" not in metric else tuple(run(lambda: parse_metric(metric)))
     if "@" not in metric:
         run(lambda: parse_metric(f"{metric}@1"))
@@ -199,6 +202,7 @@ def split(
     """Assign every question to the dev or test split (stable: a hash of its id and the seed)."""
     from ..runs.tune import assign_splits
 
+    run(lambda: (check_number("dev", dev), check_number("seed", seed)))
     sizes = with_db(lambda db: assign_splits(db, dev_fraction=dev, seed=seed))
     plain(out, f"dev {sizes['dev']} questions, test {sizes['test']} questions")
 
