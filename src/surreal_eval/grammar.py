@@ -52,13 +52,13 @@ def check_number(name: str, value: Any, *, option: str | None = None) -> Any:
     Booleans and strings are refused, never coerced; NaN and infinities are refused.
     """
     kind, low, high, label = LIMITS[name]
-    what = option or f"{label} (--{name.replace('_', '-')})"
+    what, where = (option, "") if option else (label, f" (--{name.replace('_', '-')})")
     wanted = "a whole number" if kind is int else "a finite number"
     number = isinstance(value, (int, float)) and not isinstance(value, bool)
     if not number or (kind is int and not isinstance(value, int)) or (isinstance(value, float) and not math.isfinite(value)):
-        raise ConfigError(f"{what} must be {wanted} from {low:,} to {high:,}, got {value!r}")
+        raise ConfigError(f"{what} must be {wanted} from {low:,} to {high:,}{where}, got {value!r}")
     if not low <= value <= high:
-        raise ConfigError(f"{what} must be at least {low:,} and at most {high:,}, got {value!r}")
+        raise ConfigError(f"{what} must be at least {low:,} and at most {high:,}{where}, got {value!r}")
     return float(value) if kind is float else value
 
 
@@ -84,7 +84,7 @@ def parse_number(name: str, text: str, *, option: str | None = None) -> Any:
     try:
         value = kind(text.strip())
     except ValueError:
-        raise ConfigError(f"{what} must be a {'whole number' if kind is int else 'number'}, got {text.strip()!r}") from None
+        raise ConfigError(f"{what} must be {'a whole number' if kind is int else 'a number'}, got {text.strip()!r}") from None
     return check_number(name, value, option=option)
 
 
