@@ -113,7 +113,7 @@ def history(
 @app.command()
 def diagnose(
     question: Annotated[str, typer.Argument(help="Question id, e.g. money_back or question:money_back.")],
-    k: Annotated[int, typer.Option("--k", min=1, help="How many results per retriever.")] = 5,
+    k: Annotated[int, typer.Option("--k", help="How many results per retriever.")] = 5,
     corpus: Annotated[Optional[str], typer.Option(help="Corpus table.")] = None,
     floor: Annotated[Optional[float], typer.Option(help="BM25 floor of the floored hybrid.")] = None,
 ) -> None:
