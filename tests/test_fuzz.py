@@ -120,8 +120,8 @@ not_numbers = st.sampled_from([["1", 0, 0, 0], [True, False, True, False], [None
 #: integers SurrealDB cannot hold (outside signed 64-bit)
 huge_int = st.one_of(st.integers(2**63, 2**70), st.integers(-(2**70), -(2**63) - 1), st.just(10**20))
 #: text with a lone UTF-16 surrogate (JSON can escape one; UTF-8 cannot carry it)
-surrogate_text = st.builds(lambda a, s, b: a + s + b, short_text, st.sampled_from(["\ud800", "\udfff", "\udc00x"]).map(
-    lambda e: e.encode().decode("unicode_escape")), short_text)
+surrogate_text = st.builds(lambda a, s, b: a + s + b, short_text, st.sampled_from(["\ud800", "\udfff", "\udc00x"]),
+                            short_text)
 
 
 def deep_json(depth: int, kind: str) -> str:
