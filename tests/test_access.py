@@ -163,3 +163,126 @@ def test_an_evaluator_on_a_server_evaluates_but_cannot_delete_articles():
         assert db.value("RETURN record::exists(article:contact_support)") is True
     finally:
         db.close()
+
+
+FINISHED = "(SELECT VALUE id FROM eval_run WHERE finished_at != NONE LIMIT 1)[0]"
+RUN_CONTENT = "questions: 1, ks: [1], retrievers: ['bm25'], params: {}"
+#: What an evaluator tried in issue 16, and its variants on every harness table: each must change nothing.
+ATTACKS = [
+    # rewriting history: un-finish then delete, edit a finished run, forge a finished one
+    "UPDATE eval_run SET finished_at = NONE WHERE finished_at != NONE RETURN NONE; DELETE eval_result; "
+    "DELETE eval_ranking; DELETE eval_run",
+    "UPDATE eval_run SET finished_at = NONE",
+    "UPDATE eval_run MERGE { finished_at: NONE }",
+    "UPDATE eval_run SET label = 'forged', means = []",
+    f"UPDATE {FINISHED} SET label = 'forged'",
+    "UPDATE eval_run SET created_by = NONE",
+    f"UPDATE eval_run CONTENT {{ {RUN_CONTENT} }}",
+    "UPSERT eval_run SET label = 'forged'",
+    "DELETE eval_run",
+    "DELETE eval_result",
+    "DELETE eval_ranking",
+    f"CREATE eval_run:fake CONTENT {{ {RUN_CONTENT}, finished_at: time::now() }}",
+    f"INSERT INTO eval_run {{ id: eval_run:fake, {RUN_CONTENT}, finished_at: time::now() }}",
+    f"UPSERT eval_run:fake CONTENT {{ {RUN_CONTENT}, finished_at: time::now() }}",
+    f"BEGIN; CREATE eval_run:fake CONTENT {{ {RUN_CONTENT} }}; "
+    "UPDATE eval_run:fake SET finished_at = time::now(), means = [{ retriever: 'bm25', k: 1, recall: 1.0 }]; COMMIT",
+    f"BEGIN; CREATE eval_run:fake CONTENT {{ {RUN_CONTENT} }}; UPDATE eval_run:fake SET finished_at = time::now(); COMMIT",
+    f"BEGIN; CREATE eval_run:fake CONTENT {{ {RUN_CONTENT} }}; UPDATE eval_run:fake SET finished_at = time::now(), "
+    "questions = 0; COMMIT",
+    # extra results and rankings for a finished run, and edits to the stored ones
+    "INSERT INTO eval_result (SELECT * OMIT id FROM eval_result)",
+    "INSERT INTO eval_ranking (SELECT * OMIT id FROM eval_ranking)",
+    f"CREATE eval_ranking CONTENT {{ run: {FINISHED}, question: question:signin, retriever: 'bm25', ranked: [], "
+    "scores: [], relevant: [], grades: [] }",
+    "UPDATE eval_result SET recall = 1.0",
+    "UPDATE eval_ranking SET ranked = []",
+    # the other harness tables
+    "UPDATE harness_script SET checksum = 'forged'",
+    "DELETE harness_script",
+    "CREATE harness_script:forged SET checksum = 'x', applied_at = time::now()",
+    "UPSERT eval_watch:current CONTENT { ks: [1], retrievers: ['bm25'] }",
+    "CREATE ingest SET corpus = 'article', documents = 1",
+    "DELETE ingest",
+    "UPDATE harness_config:current SET dimension = 8",
+    "DELETE harness_config",
+    "CREATE corpus_table:forged SET x = 1",
+    "DELETE corpus_table",
+    "DELETE ingest_journal",
+    "UPSERT evaluator:mallory SET name = 'mallory', pass = 'x'",
+    # defining things: tables by writing to a new name, and every DEFINE and REMOVE
+    "CREATE chunk_small:1 SET x = 1",
+    "INSERT INTO chunk_b { x: 1 }",
+    "UPSERT chunk_c:1 SET x = 1",
+    "RELATE article:refund_request->cites->article:track_order",
+    "DEFINE TABLE chunk_d",
+    "DEFINE FIELD x ON eval_run TYPE any",
+    "DEFINE INDEX forged ON eval_run FIELDS label",
+    "DEFINE EVENT forged ON eval_run THEN { RETURN 1 }",
+    "DEFINE FUNCTION fn::forged() { RETURN 1 }",
+    "DEFINE PARAM $forged VALUE 1",
+    "DEFINE ANALYZER forged TOKENIZERS blank",
+    "DEFINE ACCESS forged ON DATABASE TYPE RECORD",
+    "DEFINE USER mallory ON DATABASE PASSWORD 'x' ROLES OWNER",
+    "DEFINE DATABASE OVERWRITE surreal_eval",
+    "REMOVE EVENT eval_run_finished_is_final ON eval_run",
+    "REMOVE FUNCTION fn::finish_run",
+    "REMOVE TABLE eval_run",
+]
+HARNESS_TABLES = ["eval_run", "eval_result", "eval_ranking", "harness_script", "harness_config", "eval_watch",
+                  "ingest", "corpus_table", "ingest_journal", "article", "question"]
+
+
+def everything(db):
+    """Every row of every harness table an evaluator can read."""
+    return {table: db.value(f"SELECT * FROM {table} ORDER BY id") for table in HARNESS_TABLES}
+
+
+def test_an_evaluator_can_never_rewrite_history_define_or_grant(tmp_path):
+    url = f"surrealkv://{tmp_path / 'store'}"
+    owner = connect(Settings(url=url))
+    import_harness(owner, HarnessConfig(dimension=4))
+    import_seed(owner)
+    evaluate(owner, ks=[1])  # a system user's run, and below the evaluator's own
+    grant_evaluator(owner, "ci", PASSWORD)
+    schema = owner.value("INFO FOR DB")
+    owner.close()
+    db = as_evaluator(url)
+    try:
+        evaluate(db, ks=[1, 3])
+        runs = history(db)
+        assert len(runs) == 2
+        before = everything(db)
+        changed = []
+        for statement in ATTACKS:
+            try:
+                db.query(statement)
+            except Exception:
+                pass  # refused loudly or silently: what matters is that nothing changed
+            if everything(db) != before or history(db) != runs:
+                changed.append(statement)
+        assert changed == []
+    finally:
+        db.close()
+    owner = connect(Settings(url=url))
+    try:
+        assert owner.value("INFO FOR DB") == schema
+        assert [r.run for r in history(owner)] == [r.run for r in runs]
+    finally:
+        owner.close()
+
+
+def test_an_evaluator_may_discard_its_own_unfinished_run_but_not_the_owners(store):
+    owner = connect(Settings(url=store))
+    try:
+        theirs = owner.value(f"CREATE ONLY eval_run CONTENT {{ {RUN_CONTENT} }}")["id"]
+    finally:
+        owner.close()
+    db = as_evaluator(store)
+    try:
+        mine = db.value(f"CREATE ONLY eval_run CONTENT {{ {RUN_CONTENT} }}")["id"]
+        db.query("RETURN fn::discard_run($run)", {"run": mine})
+        db.query("RETURN fn::discard_run($run)", {"run": theirs})
+        assert db.value("SELECT VALUE id FROM eval_run") == [theirs]
+    finally:
+        db.close()

@@ -111,7 +111,25 @@ long_id = st.builds(_repeat, fragment.filter(bool), st.integers(200, 2_000))
 hostile_id = st.integers(0, 9).flatmap(lambda n: long_id if n == 0 else short_text.filter(bool)).filter(
     _not_seed)
 number = st.floats(-1, 1, allow_nan=False)
-vector = st.lists(number, min_size=DIMENSION, max_size=DIMENSION)
+#: a usable embedding: some direction (a zero or underflowing length is a bad row of its own)
+vector = st.lists(number, min_size=DIMENSION, max_size=DIMENSION).filter(lambda v: sum(x * x for x in v) > 0)
+#: what no embedding may be: no length, a length that overflows, or text and booleans for numbers
+zero_norm = st.sampled_from([[0, 0, 0, 0], [0.0, -0.0, 0.0, 0.0], [1e-200, 0, 0, 0], [5e-324, 5e-324, 0, 0]])
+overflowing = st.sampled_from([[1e308, 1e308, 1e308, 1e308], [1e200, 0, 0, 0], [-1e155, 1e155, 0, 0]])
+not_numbers = st.sampled_from([["1", 0, 0, 0], [True, False, True, False], [None, 0, 0, 0], [[1], 0, 0, 0], "1,0,0,0"])
+#: integers SurrealDB cannot hold (outside signed 64-bit)
+huge_int = st.one_of(st.integers(2**63, 2**70), st.integers(-(2**70), -(2**63) - 1), st.just(10**20))
+#: text with a lone UTF-16 surrogate (JSON can escape one; UTF-8 cannot carry it)
+surrogate_text = st.builds(lambda a, s, b: a + s + b, short_text, st.sampled_from(["\ud800", "\udfff", "\udc00x"]),
+                            short_text)
+
+
+def deep_json(depth: int, kind: str) -> str:
+    """JSON text `depth` arrays (or objects) deep: past the parser's recursion limit, or the engine's encoder."""
+    return "[" * depth + "]" * depth if kind == "array" else '{"a": ' * depth + "1" + "}" * depth
+
+
+deep = st.builds(deep_json, st.sampled_from([40, 300, 2_000, 100_000]), st.sampled_from(["array", "object"]))
 metadata = st.dictionaries(short_text, st.one_of(short_text, st.integers(-(2**53), 2**53), st.booleans(),
                                                  st.lists(short_text, max_size=3)), max_size=3)
 not_utf8 = st.builds(lambda head, tail: head + b"\xff\xfe\xc3\x28" + tail, st.binary(max_size=20), st.binary(max_size=20))
@@ -197,7 +215,8 @@ def document_json(draw, ident: str, doc: dict[str, Any]) -> dict[str, Any]:
 
 
 DOCUMENT_BAD = ["bad_json", "not_utf8", "duplicate", "dimension", "not_finite", "id_type", "no_id", "empty_id",
-                "metadata_type", "content_and_text"]
+                "metadata_type", "content_and_text", "zero_norm", "overflow", "not_numbers", "deep_metadata",
+                "huge_int", "huge_position", "surrogate"]
 
 
 def bad_document(draw, kind: str, docs: dict[str, dict[str, Any]]) -> Any:
@@ -222,6 +241,21 @@ def bad_document(draw, kind: str, docs: dict[str, dict[str, Any]]) -> Any:
         return {**good, "id": ""}
     if kind == "metadata_type":
         return {**good, "metadata": draw(st.sampled_from([[1], "x", 3, True]))}
+    if kind == "zero_norm":
+        return {**good, "embedding": draw(zero_norm)}
+    if kind == "overflow":
+        return {**good, "embedding": draw(overflowing)}
+    if kind == "not_numbers":
+        return {**good, "embedding": draw(not_numbers)}
+    if kind == "deep_metadata":
+        return json.dumps({**good, "metadata": {"x": 0}}).replace('{"x": 0}', '{"x": ' + draw(deep) + "}")
+    if kind == "huge_int":
+        return {**good, "metadata": {draw(short_text): draw(huge_int)}}
+    if kind == "huge_position":
+        return {**good, "position": draw(huge_int)}
+    if kind == "surrogate":
+        field = draw(st.sampled_from(["title", "content", "id"]))
+        return json.dumps({**good, field: draw(surrogate_text)}, ensure_ascii=True)
     return {**good, "text": good["content"] + "x"}  # content_and_text
 
 
@@ -245,12 +279,19 @@ def csv_documents(draw) -> Case:
     rows = [[{"id": i, "title": d["title"], "content": d["content"], "text": d["content"],
               "embedding": json.dumps(d["embedding"])}[c] for c in order] for i, d in docs.items()]
     data = csv_bytes(order, rows)
-    bad = draw(rare(["not_utf8", "duplicate", "dimension", "embedding_json", "cells", "header"]))
+    bad = draw(rare(["not_utf8", "duplicate", "dimension", "embedding_json", "cells", "header", "deep_cell",
+                     "zero_norm", "not_numbers"]))
     if bad == "not_utf8":
         data += draw(not_utf8) + b"\n"
-    elif bad in ("duplicate", "dimension", "embedding_json", "cells"):
+    elif bad in ("duplicate", "dimension", "embedding_json", "cells", "deep_cell", "zero_norm", "not_numbers"):
         row = dict(zip(order, draw(st.sampled_from(rows))))  # a copy of a row: a duplicate id as it is
-        if bad in ("dimension", "embedding_json"):
+        if bad in ("deep_cell", "zero_norm", "not_numbers"):
+            row["id"] = draw(hostile_id.filter(lambda s: s not in docs))
+        if bad == "deep_cell":
+            row["embedding"] = draw(deep)
+        elif bad in ("zero_norm", "not_numbers"):
+            row["embedding"] = json.dumps(draw(zero_norm if bad == "zero_norm" else not_numbers.filter(lambda v: v != "1,0,0,0")))
+        elif bad in ("dimension", "embedding_json"):
             row["id"] = draw(hostile_id.filter(lambda s: s not in docs))
             row["embedding"] = "[1, 0]" if bad == "dimension" else draw(st.sampled_from(["[1, 0", "{", "not json", "[1 0 0 0]"]))
         cells = [row[c] for c in order] + (["extra"] if bad == "cells" else [])
@@ -291,7 +332,8 @@ def blank_text(questions: dict[str, dict[str, Any]]) -> bool:
 
 
 QUESTION_BAD = ["bad_json", "not_utf8", "duplicate", "no_labels", "unknown_label", "label_twice", "dimension",
-                "extra_key", "grade_text", "source", "grades_mismatch"]
+                "extra_key", "grade_text", "source", "grades_mismatch", "grades_bool", "zero_norm", "not_numbers",
+                "surrogate"]
 
 
 def question_json(draw, ident: str, q: dict[str, Any]) -> dict[str, Any]:
@@ -335,6 +377,14 @@ def bad_question(draw, kind: str, questions: dict[str, dict[str, Any]]) -> Any:
         return {**good, "relevant": {"track_order": draw(st.sampled_from(["high", "", None, [1], True]))}}
     if kind == "source":
         return {**good, "source": draw(short_text.filter(lambda s: s not in ("real", "synthetic")))}
+    if kind == "grades_bool":
+        return {**good, "grades": [True]}
+    if kind == "zero_norm":
+        return {**good, "embedding": draw(zero_norm)}
+    if kind == "not_numbers":
+        return {**good, "embedding": draw(not_numbers)}
+    if kind == "surrogate":
+        return json.dumps({**good, "text": draw(surrogate_text)}, ensure_ascii=True)
     return {**good, "grades": [1, 2]}  # grades_mismatch
 
 
@@ -984,3 +1034,47 @@ def test_a_schema_refusal_of_any_id_is_rejected_in_one_line(ident):
             load_golden(db, [bad])
         assert "field `category`" in str(refused.value) and str(refused.value).isprintable()
         assert snapshot(db) == before
+
+
+# ------------------------------------------------------------------------- numeric options
+
+#: every numeric option of every command, with the arguments that command needs besides it
+NUMERIC_OPTIONS = [
+    (["evaluate"], "--k"), (["evaluate"], "--depth"), (["evaluate"], "--rrf-k"), (["evaluate"], "--floor"),
+    (["evaluate"], "--weights"), (["diagnose", "money_back"], "--k"), (["diagnose", "money_back"], "--floor"),
+    (["watch"], "--k"), (["watch"], "--floor"), (["watch"], "--rrf-k"), (["history"], "--limit"),
+    (["split"], "--dev"), (["split"], "--seed"), (["init"], "--dimension"), (["init"], "--knn-depth"),
+    (["init"], "--knn-ef"), (["tune", "--force", "--param", "floor"], "--values"),
+    (["tune", "--force", "--param", "rrf_k"], "--values"), (["tune", "--force", "--param", "knn_ef"], "--values"),
+    (["tune", "--force", "--param", "weights"], "--values"),
+]
+hostile_number = st.one_of(
+    huge_int.map(str), st.integers(-(2**64), 2**64).map(str), st.integers(-3, 20_000).map(str),
+    st.sampled_from(["nan", "NaN", "inf", "-inf", "Infinity", "1e309", "-0", "0", "1e3", "0x10", "1_000", "", " ", "true",
+                     "nan,inf", "0,0", "1,nan", "-1,2", "1e308,1e308", "0.5;0.5", "1,2,3", "٣", "\ud800"]),
+    st.floats(allow_nan=True, allow_infinity=True).map(repr),
+)
+
+
+@FUZZ
+@given(option=st.sampled_from(NUMERIC_OPTIONS), value=hostile_number)
+@example(option=(["evaluate"], "--k"), value="99999999999999999999")
+@example(option=(["init"], "--dimension"), value="99999999")
+@example(option=(["tune", "--force", "--param", "knn_ef"], "--values"), value="100000")
+@example(option=(["evaluate"], "--weights"), value="nan,inf")
+def test_any_value_of_a_numeric_option_runs_or_is_refused_in_one_line(templates, option, value):
+    """NaN, infinities, integers past 64 bits, text: a command runs, or prints one line, exits 2 and changes nothing."""
+    command, name = option
+    with example_dir() as root:
+        store = store_copy(templates, "seeded", root)
+        with opened(store) as db:
+            before = snapshot(db)
+        result = cli(store, *command, f"{name}={value}")
+        no_traceback(result)
+        if result.exit_code != 0:
+            if result.stderr.startswith("Usage:"):  # click refused a value that is not of the option's type
+                assert result.exit_code == 2 and name in result.stderr, result.output
+            else:
+                one_line_error(result, 2)
+            with opened(store) as db:
+                assert snapshot(db) == before

@@ -119,7 +119,7 @@ def test_the_earlier_list_reader_still_works(tmp_path):
 def test_a_sidecar_beside_a_jsonl_file_supplies_missing_embeddings(tmp_path):
     path = jsonl(tmp_path / "docs.jsonl", [{"id": "a"}, {"id": "b", "embedding": [9, 9]}, {"id": "c"}])
     jsonl(tmp_path / "embeddings" / "docs.jsonl", [{"_id": "c", "embedding": [3, 3]}, {"_id": "b", "embedding": [2, 2]},
-                                                   {"_id": "a", "embedding": [1, 1]}, {"_id": "zz", "embedding": [0, 0]}])
+                                                   {"_id": "a", "embedding": [1, 1]}, {"_id": "zz", "embedding": [4, 4]}])
     assert [d.embedding for d in read_documents(path)] == [[1, 1], [9, 9], [3, 3]]  # the data's own wins
 
 

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from typing import NamedTuple
+import math
+from typing import Any, NamedTuple
 
 from .errors import ConfigError
 
-__all__ = ["METRICS", "MetricSpec", "parse_metric", "parse_ks", "parse_retrievers"]
+__all__ = ["LIMITS", "METRICS", "MetricSpec", "check_number", "check_params", "parse_ks", "parse_metric", "parse_retrievers"]
 
 #: Every metric the database computes: one SurrealQL function fn::metric_<name> each
 #: (a test checks this tuple against the functions defined in the database).
@@ -23,14 +24,68 @@ class MetricSpec(NamedTuple):
         return f"{self.name}@{self.k}"
 
 
-def _positive_int(text: str, what: str) -> int:
+#: The range of every numeric option and parameter, checked where it is parsed (`check_number`):
+#: name: (kind, lowest, highest, what it is). Integers stay far inside SurrealDB's signed 64-bit range.
+LIMITS: dict[str, tuple[type, float, float, str]] = {
+    "k": (int, 1, 10_000, "the cutoff k"),               # no retriever returns more than knn_depth <= 10,000
+    "depth": (int, 1, 10_000, "the candidate depth"),
+    "rrf_k": (int, 1, 1_000_000, "the RRF constant"),
+    "floor": (float, 0, 1_000_000, "the BM25 floor"),     # BM25 scores are >= 0
+    "floors": (float, 0, 1_000_000, "every floor of the sweep"),
+    "weights": (float, 0, 1_000_000, "every fusion weight"),
+    "dimension": (int, 1, 16_384, "the embedding dimension"),
+    "knn_depth": (int, 1, 10_000, "the KNN depth"),
+    "knn_ef": (int, 1, 10_000, "the HNSW search width"),
+    "limit": (int, 1, 1_000_000, "the number of runs"),
+    "dev": (float, 0, 1, "the dev share"),
+    "seed": (int, 0, 2**31 - 1, "the split seed"),
+}
+
+
+def check_number(name: str, value: Any, *, option: str | None = None) -> Any:
+    """`value` if it is a number of the kind and range LIMITS gives `name`, else a ConfigError naming `option`.
+
+    Booleans and strings are refused, never coerced; NaN and infinities are refused.
+    """
+    kind, low, high, label = LIMITS[name]
+    what, where = (option, "") if option else (label, f" (--{name.replace('_', '-')})")
+    wanted = "a whole number" if kind is int else "a finite number"
+    number = isinstance(value, (int, float)) and not isinstance(value, bool)
+    if not number or (kind is int and not isinstance(value, int)) or (isinstance(value, float) and not math.isfinite(value)):
+        raise ConfigError(f"{what} must be {wanted} from {low:,} to {high:,}{where}, got {value!r}")
+    if not low <= value <= high:
+        raise ConfigError(f"{what} must be at least {low:,} and at most {high:,}{where}, got {value!r}")
+    return float(value) if kind is float else value
+
+
+def check_params(params: dict[str, Any] | None) -> dict[str, Any]:
+    """Run parameters with every numeric one (depth, rrf_k, floor, floors, weights) range-checked."""
+    for name, value in (params or {}).items():
+        if value is None or name not in LIMITS:
+            continue
+        if name in ("floors", "weights"):
+            if not isinstance(value, (list, tuple)) or not value:
+                raise ConfigError(f"--{name} must be a list of numbers, got {value!r}")
+            for item in value:
+                check_number(name, item)
+        else:
+            check_number(name, value)
+    return dict(params or {})
+
+
+def parse_number(name: str, text: str, *, option: str | None = None) -> Any:
+    """A number of the kind LIMITS gives `name`, parsed from `text` and range-checked."""
+    kind, label = LIMITS[name][0], LIMITS[name][3]
+    what = option or f"{label} (--{name.replace('_', '-')})"
     try:
-        value = int(text.strip())
+        value = kind(text.strip())
     except ValueError:
-        raise ConfigError(f"{what} must be a whole number, got {text.strip()!r}") from None
-    if value < 1:
-        raise ConfigError(f"{what} must be at least 1, got {value}")
-    return value
+        raise ConfigError(f"{what} must be {'a whole number' if kind is int else 'a number'}, got {text.strip()!r}") from None
+    return check_number(name, value, option=option)
+
+
+def _positive_int(text: str, what: str) -> int:
+    return parse_number("k", text, option=what)
 
 
 def parse_metric(text: str) -> MetricSpec:
@@ -66,6 +121,8 @@ def parse_weights(text: str) -> list[float]:
         weights = [float(p) for p in text.split(",")]
     except ValueError:
         raise ConfigError(f"--weights must be two numbers such as 0.3,0.7, got {text!r}") from None
-    if len(weights) != 2 or any(w < 0 for w in weights) or sum(weights) == 0:
+    for weight in weights:
+        check_number("weights", weight, option="--weights")
+    if len(weights) != 2 or sum(weights) == 0:
         raise ConfigError(f"--weights must be two non-negative numbers, not both 0 (BM25,vector), got {text!r}")
     return weights

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import math
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 __all__ = [
+    "MAX_NESTING",
     "Article",
     "Passage",
     "Question",
@@ -20,13 +22,95 @@ __all__ = [
     "RankedHit",
     "RetrieverView",
     "Diagnosis",
+    "data_problem",
+    "vector_problem",
 ]
 
+#: How deep objects and arrays may nest in a row's values (metadata); deeper is refused at read.
+MAX_NESTING = 32
+_INT64 = (-(2**63), 2**63 - 1)
 
-class Article(BaseModel):
-    """One corpus document."""
+
+def data_problem(value: Any, where: str = "", depth: int = 0) -> str | None:
+    """What makes `value` unstorable, or None: nesting deeper than MAX_NESTING, an integer outside
+    SurrealDB's signed 64-bit range, a non-finite number, or text with a lone UTF-16 surrogate."""
+    at = f"{where}: " if where else ""
+    if isinstance(value, bool) or value is None:
+        return None
+    if isinstance(value, int):
+        return None if _INT64[0] <= value <= _INT64[1] else f"{at}integer {value} is outside the signed 64-bit range"
+    if isinstance(value, float):
+        return None if math.isfinite(value) else f"{at}{value!r} is not a finite number"
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return f"{at}text holds a lone UTF-16 surrogate (not valid Unicode)"
+        return None
+    if isinstance(value, (dict, list, tuple)):
+        if depth >= MAX_NESTING:
+            return f"{at}nested more than {MAX_NESTING} levels deep"
+        items = value.items() if isinstance(value, dict) else enumerate(value)
+        for key, item in items:
+            path = f"{where}.{key}" if where else str(key)
+            problem = data_problem(key, path, depth + 1) if isinstance(key, str) else None
+            problem = problem or data_problem(item, path, depth + 1)
+            if problem:
+                return problem
+    return None
+
+
+def vector_problem(vector: list[float]) -> str | None:
+    """What makes `vector` unusable as an embedding, or None: a non-finite value, all zeros (no
+    direction: every distance to it is NaN), or values so large its squared norm overflows."""
+    if not all(math.isfinite(x) for x in vector):
+        return "embedding has a value that is not a finite number"
+    squares = math.fsum(x * x for x in vector)
+    if not math.isfinite(squares):
+        return "embedding values are too large: its length overflows the distance"
+    if squares == 0:
+        return "embedding is all zeros (or too small to have a length): no distance to it is defined"
+    return None
+
+
+def _numbers(value: Any, what: str) -> Any:
+    """A list whose every item is a number: strings and booleans are refused, never coerced."""
+    if isinstance(value, list):
+        for item in value:
+            if isinstance(item, bool) or not isinstance(item, (int, float)):
+                raise ValueError(f"{what} must hold numbers only, got {item!r}")
+    return value
+
+
+class _Row(BaseModel):
+    """A row read from a file: every value storable (data_problem), numbers strictly numbers."""
 
     model_config = ConfigDict(extra="forbid")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _storable(cls, raw: Any) -> Any:
+        problem = data_problem(raw) if isinstance(raw, dict) else None
+        if problem:
+            raise ValueError(problem)
+        return raw
+
+    @field_validator("embedding", mode="before", check_fields=False)
+    @classmethod
+    def _embedding_numbers(cls, value: Any) -> Any:
+        return _numbers(value, "embedding")
+
+    @field_validator("embedding", check_fields=False)
+    @classmethod
+    def _embedding_usable(cls, value: list[float] | None) -> list[float] | None:
+        problem = vector_problem(value) if value is not None else None
+        if problem:
+            raise ValueError(problem)
+        return value
+
+
+class Article(_Row):
+    """One corpus document."""
 
     id: str = Field(min_length=1)
     title: str = ""
@@ -34,7 +118,7 @@ class Article(BaseModel):
     embedding: list[float] | None = None  # None: from a sidecar file or an embedder, checked at ingest
     metadata: dict[str, Any] | None = None
     doc: str | None = None  # for a chunk: the article it was cut from
-    position: int | None = None  # for a chunk: its index within that article
+    position: int | None = Field(default=None, ge=0, le=2**63 - 1)  # for a chunk: its index within that article
 
 
 class Passage(BaseModel):
@@ -47,14 +131,12 @@ class Passage(BaseModel):
     grade: float = Field(default=1, gt=0)
 
 
-class Question(BaseModel):
+class Question(_Row):
     """One golden-set question with the articles that answer it and a grade per label (default 1).
 
     `passages` optionally pins labels to phrases: on a chunk table each resolves to the chunks of
     its document that contain the phrase. Every passage's document must also be in `relevant`.
     """
-
-    model_config = ConfigDict(extra="forbid")
 
     id: str = Field(min_length=1)
     text: str
@@ -66,6 +148,11 @@ class Question(BaseModel):
     source: Literal["real", "synthetic"] | None = None
     split: Literal["dev", "test"] | None = None
     passages: list[Passage] | None = None
+
+    @field_validator("grades", mode="before")
+    @classmethod
+    def _grade_numbers(cls, value: Any) -> Any:
+        return _numbers(value, "grades")
 
 
 class Bounds(BaseModel):

@@ -15,7 +15,7 @@ from typing import Any, Literal, TypeVar
 from pydantic import BaseModel, Field
 
 from ..errors import InputError
-from ..models import Article, Question
+from ..models import Article, Question, data_problem, vector_problem
 from .rows import QUESTION_SPLITS, iter_documents_jsonl, json_rows, open_text, take_id, validate_row
 
 __all__ = ["Qrels", "QuestionStream", "read_qrels", "read_beir", "sidecar_path", "with_sidecar_embeddings"]
@@ -187,15 +187,29 @@ def sidecar_path(path: Path) -> Path | None:
 
 
 def _sidecar_rows(path: Path) -> Iterator[tuple[str, list[float]]]:
+    first_line: dict[str, int] = {}  # every id read, so that an id listed twice is refused
     for line, raw in json_rows(path):
         raw = dict(raw)
         take_id(raw, path, line)
         ident, vector = raw.get("id"), raw.get("embedding")
         if not isinstance(ident, str) or not ident:
             raise InputError("each line needs an _id", source=str(path), line=line)
+        problem = data_problem(ident, "_id")
+        if problem:
+            raise InputError(problem, source=str(path), line=line)
+        if ident in first_line:
+            raise InputError(f"id {ident!r} is listed twice (first on line {first_line[ident]})", source=str(path), line=line)
+        first_line[ident] = line
         if not isinstance(vector, list) or not all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in vector):
             raise InputError(f"embedding: must be a list of numbers (id {ident!r})", source=str(path), line=line)
-        yield ident, [float(x) for x in vector]
+        try:
+            vector = [float(x) for x in vector]
+        except OverflowError:
+            vector = [math.inf]
+        problem = vector_problem(vector)
+        if problem:
+            raise InputError(f"{problem} (id {ident!r})", source=str(path), line=line)
+        yield ident, vector
 
 
 E = TypeVar("E", Article, Question, _Query)
@@ -206,7 +220,7 @@ def with_sidecar_embeddings(items: Iterable[E], path: Path) -> Iterator[E]:
 
     Both files are read together: when the sidecar lists ids in the data's order (the usual case)
     nothing is held in memory; otherwise sidecar rows read ahead of their item wait in a dict.
-    Sidecar rows for ids the data lacks are ignored. An embedding in the data wins over the sidecar.
+    Sidecar rows for ids the data lacks are ignored (but checked). An embedding in the data wins over the sidecar.
     """
     sidecar = _sidecar_rows(path)
     ahead: dict[str, list[float]] = {}
@@ -225,6 +239,8 @@ def with_sidecar_embeddings(items: Iterable[E], path: Path) -> Iterator[E]:
             if vector is not None:
                 item = item.model_copy(update={"embedding": vector})
         yield item
+    for _ in sidecar:  # the rest is read too: a bad or doubled row there is refused all the same
+        pass
 
 
 # -------------------------------------------------------------------------------- by format

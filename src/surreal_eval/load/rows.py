@@ -12,7 +12,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from ..errors import InputError
-from ..models import Article, Question
+from ..models import MAX_NESTING, Article, Question
 
 __all__ = ["Row", "iter_documents_jsonl", "iter_documents_csv", "iter_questions_jsonl", "iter_questions_csv"]
 
@@ -24,6 +24,8 @@ JSONL_SUFFIXES = {".jsonl", ".ndjson", ".json"}
 _DOCUMENT_FIELDS = {"id", "title", "content", "embedding", "metadata", "doc", "position"}
 QUESTION_SPLITS = {"dev", "test"}
 _CSV_JSON_CELLS = {"embedding", "metadata", "passages"}
+#: What a JSON value nested deeper than Python's parser can follow is told.
+TOO_DEEP = f"JSON nested too deeply (at most {MAX_NESTING} levels of objects and arrays)"
 
 
 # ---------------------------------------------------------------------------------------- rows
@@ -47,6 +49,8 @@ def json_rows(path: Path) -> Iterator[Row]:
                     raw = json.loads(line)
                 except json.JSONDecodeError as error:
                     raise InputError(f"not valid JSON: {error.msg}", source=str(path), line=number) from None
+                except RecursionError:
+                    raise InputError(TOO_DEEP, source=str(path), line=number) from None
                 if not isinstance(raw, dict):
                     raise InputError("each line must be a JSON object", source=str(path), line=number)
                 yield number, raw
@@ -123,6 +127,8 @@ def _json_cell(raw: dict[str, Any], key: str, path: Path, line: int) -> None:
         raw[key] = json.loads(cell)
     except json.JSONDecodeError as error:
         raise InputError(f"{key}: not valid JSON ({error.msg}){_ident(raw)}", source=str(path), line=line) from None
+    except RecursionError:
+        raise InputError(f"{key}: {TOO_DEEP}{_ident(raw)}", source=str(path), line=line) from None
 
 
 # ----------------------------------------------------------------------------------- documents

@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from ..errors import ConfigError, EmbeddingFailed, InputError
-from ..models import Article, Question
+from ..models import Article, Question, vector_problem
 from ..store.connection import Database, record_str, to_record
 from ..store.schema import DOCUMENTS, HarnessConfig, harness_config, import_harness, statement
 from .embedding import Embedder
@@ -101,8 +101,9 @@ class Load:
         if len(vector) != self.dimension:
             expected = "the first embedding of this load has" if self.learnt else "the index expects"
             raise InputError(f"{kind} {ident!r}: embedding has {len(vector)} values, {expected} {self.dimension}")
-        if not all(math.isfinite(x) for x in vector):
-            raise InputError(f"{kind} {ident!r}: embedding has a value that is not a finite number")
+        problem = vector_problem(vector)
+        if problem:
+            raise InputError(f"{kind} {ident!r}: {problem}")
 
     def embed(self, texts: list[str]) -> list[list[float]]:
         name = getattr(self.embedder, "name", type(self.embedder).__name__)

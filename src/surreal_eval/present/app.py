@@ -28,8 +28,9 @@ app.add_typer(load_app, name="load")
 export_app = typer.Typer(help="Write a run or the golden set as TREC files, for trec_eval or ranx.", no_args_is_help=True)
 app.add_typer(export_app, name="export")
 
-out = Console(highlight=False, width=None if sys.stdout.isatty() else 200)
-err = Console(stderr=True, highlight=False, soft_wrap=True)
+# emoji=False: an id such as `x:smile:y` from the data is printed as written, never as an emoji
+out = Console(highlight=False, emoji=False, width=None if sys.stdout.isatty() else 200)
+err = Console(stderr=True, highlight=False, emoji=False, soft_wrap=True)
 T = TypeVar("T")
 
 
@@ -41,11 +42,16 @@ class State:
 state = State()
 
 
+def plain(console: Console, *objects: object, **options: object) -> None:
+    """Print text that carries data (ids, paths, labels) literally: no markup, no emoji."""
+    console.print(*objects, markup=False, emoji=False, **options)  # type: ignore[arg-type]
+
+
 def fail(error: SurrealEvalError) -> NoReturn:
     """Print `error` as one line on stderr and exit with its code (re-raise it with --debug)."""
     if state.debug:
         raise error
-    err.print(f"error: {error}", markup=False)
+    err.print(f"error: {error}", markup=False, emoji=False)
     raise typer.Exit(error.exit_code)
 
 

@@ -8,7 +8,7 @@ from typing import Annotated, Optional
 import typer
 
 from ..errors import ConfigError
-from .app import JsonOpt, app, checked, err, fail, out, with_db
+from .app import JsonOpt, app, checked, err, fail, out, plain, with_db
 
 
 RunArg = Annotated[str, typer.Argument(help="Run: eval_run:ID, ID, latest or previous (see `surreal-eval history`).")]
@@ -70,7 +70,7 @@ def gate(
     else:
         display_compare.show_gate(out, result)
     if junit is not None:
-        err.print(f"wrote JUnit XML to {junit}")
+        plain(err, f"wrote JUnit XML to {junit}")
     if not result.passed:
         raise typer.Exit(1)
 
@@ -85,7 +85,7 @@ def report(
     from .html import write_report
 
     path = with_db(lambda db: write_report(db, html_path, runs=run, metric=metric))
-    out.print(f"wrote the report to {path}")
+    plain(out, f"wrote the report to {path}")
 
 
 @app.command()

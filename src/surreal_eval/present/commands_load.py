@@ -15,7 +15,7 @@ from ..load.bulk import load_corpus as ingest_corpus
 from ..load.bulk import load_golden as ingest_golden
 from ..load.readers import read_documents, read_questions
 from ..store.connection import Database
-from .app import app, checked, err, fail, load_app, out, table_name, with_db
+from .app import app, checked, err, fail, load_app, out, plain, table_name, with_db
 from .progress import Progress
 
 T = TypeVar("T")
@@ -81,9 +81,9 @@ SplitHelp = "BEIR: which qrels/<split>.tsv (default test); the split given to qu
 def _ingest_note(report) -> None:
     """Say which run the ingest recorded (surreal-eval watch), or that its evaluation failed."""
     if report.run:
-        out.print(f"the ingest recorded run {report.run} (surreal-eval history)")
+        plain(out, f"the ingest recorded run {report.run} (surreal-eval history)")
     if report.evaluation_error:
-        err.print(f"warning: loaded, but the evaluation after the ingest failed: {report.evaluation_error}", markup=False)
+        plain(err, f"warning: loaded, but the evaluation after the ingest failed: {report.evaluation_error}")
 
 
 @load_app.command("corpus")
@@ -104,7 +104,7 @@ def load_corpus(
         db, read_documents(path, format=fmt.value), table=table, embedder=model, batch_size=batch_size,
         progress=progress, create_harness=True, source=str(path)), model)
     what = "articles" if report.table == "article" else "documents"
-    out.print(f"loaded {_loaded(report, what)} into {report.table} from {path} in {report.seconds:.1f} s{_harness_note(report)}")
+    plain(out, f"loaded {_loaded(report, what)} into {report.table} from {path} in {report.seconds:.1f} s{_harness_note(report)}")
     _ingest_note(report)
 
 
@@ -123,7 +123,7 @@ def load_golden(
         db, read_questions(path, format=fmt.value, split=split, queries=queries), embedder=model,
         batch_size=batch_size, progress=progress, create_harness=True), model)
     skipped = f"; skipped {report.skipped} queries with no judgment" if report.skipped else ""
-    out.print(f"loaded {_loaded(report, 'questions')} ({report.labels} labels) from {path}{skipped} "
+    plain(out, f"loaded {_loaded(report, 'questions')} ({report.labels} labels) from {path}{skipped} "
               f"in {report.seconds:.1f} s{_harness_note(report)}")
 
 
@@ -143,11 +143,11 @@ def load_beir(
     report = _load(lambda db, progress: ingest_beir(
         db, folder, split=split, embedder=model, batch_size=batch_size, progress=progress, create_harness=True), model)
     corpus, golden = report.corpus, report.golden
-    out.print(
+    plain(out, 
         f"loaded {_loaded(corpus, 'articles')} and {_loaded(golden, 'questions')} ({golden.labels} labels) "
         f"from {folder} in {report.seconds:.1f} s{_harness_note(corpus)}")
     if golden.skipped:
-        out.print(f"skipped {golden.skipped} queries with no judgment in qrels/{split}.tsv")
+        plain(out, f"skipped {golden.skipped} queries with no judgment in qrels/{split}.tsv")
     _ingest_note(corpus)
 
 
@@ -169,4 +169,4 @@ def chunk(
         fail(ConfigError("chunks need embeddings: pass --embedder or set SURREAL_EVAL_EMBEDDER"))
     model = checked(lambda: embedder_from_spec(embedder))
     report = with_db(lambda db: chunk_corpus(db, source=source, target=target, size=size, overlap=overlap, embedder=model))
-    out.print(f"cut {source} into {report.loaded} chunks in {target} ({size} words, overlap {overlap})")
+    plain(out, f"cut {source} into {report.loaded} chunks in {target} ({size} words, overlap {overlap})")

@@ -8,16 +8,16 @@ from typing import Annotated, Optional
 import typer
 
 from ..errors import ConfigError, InputError
-from ..grammar import parse_ks, parse_metric, parse_weights
+from ..grammar import check_number, parse_ks, parse_metric, parse_weights
 from ..load.bulk import STALE_LOAD, recover_loads
 from ..runs.demo import run_demo
 from ..runs.diagnose import diagnose as diagnose_question
 from ..runs.evaluate import evaluate as run_evaluation
 from ..runs.history import history as read_history
 from ..store.connection import Database
-from ..store.schema import DEMO_DIMENSION, HarnessConfig, harness_config, import_harness, import_seed
+from ..store.schema import DEMO_DIMENSION, checked_config, harness_config, import_harness, import_seed
 from . import run_tables as display
-from .app import JsonOpt, app, checked, err, export_app, fail, out, state, table_name, with_db
+from .app import JsonOpt, app, checked, err, export_app, fail, out, plain, state, table_name, with_db
 from .progress import Progress
 
 
@@ -45,16 +45,17 @@ def init(
         # (an embedded store was already put right when it opened)
         undone.extend(recover_loads(db, stale_after=None if db.settings.is_embedded else STALE_LOAD))
         existing = harness_config(db)
-        dim = dimension or (DEMO_DIMENSION if demo_seed else existing.dimension if existing else 384)
-        applied = import_harness(db, HarnessConfig(dimension=dim, knn_depth=knn_depth, knn_ef=knn_ef))
+        dim = dimension if dimension is not None else (
+            DEMO_DIMENSION if demo_seed else existing.dimension if existing else 384)
+        applied = import_harness(db, checked_config(dimension=dim, knn_depth=knn_depth, knn_ef=knn_ef))
         if demo_seed:
             import_seed(db)
         return applied
 
     applied = with_db(action)
     if undone:
-        out.print(f"undid the unfinished load into {' and '.join(undone)}")
-    out.print(f"imported {', '.join(applied)}{' and the demo seed' if demo_seed else ''} into {state.settings.describe()}")
+        plain(out, f"undid the unfinished load into {' and '.join(undone)}")
+    plain(out, f"imported {', '.join(applied)}{' and the demo seed' if demo_seed else ''} into {state.settings.describe()}")
 
 
 @app.command()
@@ -97,6 +98,8 @@ def history(
     as_json: JsonOpt = False,
 ) -> None:
     """Print the run trend: one line per finished run."""
+    if limit is not None:
+        checked(lambda: check_number("limit", limit))
     name, at = (metric, None) if "@" not in metric else tuple(checked(lambda: parse_metric(metric)))
     if "@" not in metric:
         checked(lambda: parse_metric(f"{metric}@1"))
@@ -122,7 +125,7 @@ def retrievers(as_json: JsonOpt = False) -> None:
 @app.command()
 def diagnose(
     question: Annotated[str, typer.Argument(help="Question id, e.g. money_back or question:money_back.")],
-    k: Annotated[int, typer.Option("--k", min=1, help="How many results per retriever.")] = 5,
+    k: Annotated[int, typer.Option("--k", help="How many results per retriever.")] = 5,
     corpus: Annotated[Optional[str], typer.Option(help="Corpus table.")] = None,
     floor: Annotated[Optional[float], typer.Option(help="BM25 floor of the floored hybrid.")] = None,
 ) -> None:
@@ -167,7 +170,7 @@ def export_run(
         fail(ConfigError(f"unknown --format {fmt!r}: trec is supported"))
     count = with_db(lambda db: _write_lines(export_run_trec(db, run, retrievers=retriever, scores=scores), output))
     if output is not None:
-        err.print(f"wrote {count} lines to {output}")
+        plain(err, f"wrote {count} lines to {output}")
 
 
 @export_app.command("qrels")
@@ -180,7 +183,7 @@ def export_qrels(
 
     count = with_db(lambda db: _write_lines(export_qrels_trec(db, run=run), output))
     if output is not None:
-        err.print(f"wrote {count} lines to {output}")
+        plain(err, f"wrote {count} lines to {output}")
 
 
 @app.command()
@@ -196,11 +199,11 @@ def watch(
 
     if off:
         with_db(clear_watch)
-        out.print("ingests no longer evaluate")
+        plain(out, "ingests no longer evaluate")
         return
     ks = checked(lambda: parse_ks(k))
     with_db(lambda db: set_watch(db, ks=ks, retrievers=retriever, params={"floor": floor, "rrf_k": rrf_k}))
-    out.print(f"every ingest now records a run at k = {', '.join(map(str, ks))}")
+    plain(out, f"every ingest now records a run at k = {', '.join(map(str, ks))}")
 
 
 @app.command()
@@ -211,8 +214,9 @@ def split(
     """Assign every question to the dev or test split (stable: a hash of its id and the seed)."""
     from ..runs.tune import assign_splits
 
+    checked(lambda: (check_number("dev", dev), check_number("seed", seed)))
     sizes = with_db(lambda db: assign_splits(db, dev_fraction=dev, seed=seed))
-    out.print(f"dev {sizes['dev']} questions, test {sizes['test']} questions")
+    plain(out, f"dev {sizes['dev']} questions, test {sizes['test']} questions")
 
 
 @app.command()
@@ -235,10 +239,10 @@ def tune(
     if as_json:
         out.print_json(result.model_dump_json())
         return
-    out.print(f"{param} swept on {'ALL questions (forced)' if result.forced else 'the dev split'} by {result.metric}:")
+    plain(out, f"{param} swept on {'ALL questions (forced)' if result.forced else 'the dev split'} by {result.metric}:")
     for row in result.sweep:
         mark = "  <- best" if row["value"] == result.best else ""
-        out.print(f"  {param} = {row['value']}: {row['mean']:.4f} ({row['questions']} questions){mark}")
+        plain(out, f"  {param} = {row['value']}: {row['mean']:.4f} ({row['questions']} questions){mark}")
     display.show_report(out, result.report)
 
 
@@ -255,9 +259,9 @@ def grant(
 
     if revoke:
         with_db(lambda db: revoke_evaluator(db, name))
-        out.print(f"evaluator {name} revoked")
+        plain(out, f"evaluator {name} revoked")
         return
     secret = os.environ.get("SURREAL_EVAL_EVALUATOR_PASS") or typer.prompt(
         f"password for evaluator {name}", hide_input=True, confirmation_prompt=True)
     with_db(lambda db: grant_evaluator(db, name, secret))
-    out.print(f"evaluator {name} can now sign in with --access evaluator --user {name}")
+    plain(out, f"evaluator {name} can now sign in with --access evaluator --user {name}")

@@ -49,7 +49,7 @@ def show_report(console: Console, report: RunReport, *, per_question: bool = Fal
             + ", ".join(f"{m} {v:.4f}" for m, v in steps.items())
         )
     if report.warning:
-        console.print(f"[yellow]warning: {report.warning}[/yellow]")
+        console.print(f"[yellow]warning: {escape(report.warning)}[/yellow]")
 
     if per_question and report.per_question:
         deepest = max(report.ks)
@@ -103,7 +103,7 @@ def show_history(console: Console, runs: list[RunSummary], metric: str, k: int |
         at = k or max(run.ks)
         table.add_row(
             _plain(run.run), run.created_at.strftime("%Y-%m-%d %H:%M:%S"),
-            _plain(run.label or "") + (" [FORCED: tuned and reported on the same questions]"
+            _plain(run.label or "") + (escape(" [FORCED: tuned and reported on the same questions]")
                                        if run.tuning and run.tuning.get("forced") else ""),
             str(run.questions),
             *(_fmt(run.mean(name, metric, at)) for name in retrievers),

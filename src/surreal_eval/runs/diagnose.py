@@ -6,6 +6,7 @@ from typing import Any
 
 from ..store.connection import Database, record_str, to_record
 from ..errors import NotFound
+from ..grammar import check_number, check_params
 from ..store.registry import resolve_retrievers
 from ..models import Diagnosis, RankedHit, RetrieverView
 
@@ -34,7 +35,8 @@ def diagnose(
     params: dict[str, Any] | None = None,
 ) -> Diagnosis:
     """What each retriever returns for `question` at depth `k`, with titles, scores and labels marked."""
-    given = {key: v for key, v in (params or {}).items() if v is not None}
+    check_number("k", k, option="--k")
+    given = check_params({key: v for key, v in (params or {}).items() if v is not None})
     rid = to_record(question, "question")
     if not db.value("RETURN record::exists($q)", {"q": rid}):
         raise NotFound(f"no question {record_str(rid)} in the golden set")

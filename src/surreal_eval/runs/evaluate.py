@@ -9,6 +9,7 @@ from typing import Any, Callable
 
 
 from ..store.connection import Database
+from ..grammar import check_number, check_params
 from ..store.registry import resolve_retrievers
 from ..models import RunReport
 from .record import load_run
@@ -47,7 +48,9 @@ def evaluate(
     and a failure discards it. `progress(done, total)` is called as batches of questions finish.
     """
     names = resolve_retrievers(db, retrievers)
-    given = {k: v for k, v in (params or {}).items() if v is not None}
+    for k in ks:
+        check_number("k", k, option="every k")
+    given = check_params({k: v for k, v in (params or {}).items() if v is not None})
     given.update(trigger=trigger, git_commit=git_commit())
     # runs left unfinished by a killed process or a dropped connection are invisible; clear them:
     # one process holds an embedded store, so any unfinished run there is dead; on a server, other

@@ -11,7 +11,7 @@ from ..store.connection import Database, record_str
 from ..errors import ConfigError, Rejected
 from .evaluate import evaluate
 from ..store.schema import HarnessConfig, harness_config, import_harness
-from ..grammar import parse_metric
+from ..grammar import check_number, parse_metric
 from ..store.registry import registry, tuned_by
 from ..models import RunReport
 
@@ -72,6 +72,18 @@ def parse_values(param: str, text: str) -> list[Any]:
         raise ConfigError(f"--values for {param} must look like {example}, got {text!r}") from None
     if not values:
         raise ConfigError("--values is empty: give at least one candidate")
+    return check_values(param, values)
+
+
+def check_values(param: str, values: list[Any]) -> list[Any]:
+    """`values` if every candidate of `param` is in the range the option itself allows (grammar.LIMITS)."""
+    for value in values:
+        if param == "weights" and not isinstance(value, (list, tuple)):
+            raise ConfigError(f"--values for weights: each candidate is a pair such as 0.3,0.7, got {value!r}")
+        for number in value if param == "weights" else [value]:
+            check_number(param, number, option=f"--values for {param}")
+        if param == "weights" and (len(value) != 2 or sum(value) == 0):
+            raise ConfigError(f"--values for weights: each pair is two weights, not both 0, got {value!r}")
     return values
 
 
@@ -110,6 +122,7 @@ def tune(
             f"no held-out split (dev {sizes.get('dev', 0)}, test {sizes.get('test', 0)} questions): tuning and "
             "reporting on the same questions overfits; run `surreal-eval split` first, or pass --force"
         )
+    check_values(param, list(values))
     base = {k: v for k, v in (params or {}).items() if v is not None}
     tune_split, report_split = ("dev", "test") if held_out else (None, None)
     sweep = _sweep(db, param, values, spec, retriever, {**base, "split": tune_split})

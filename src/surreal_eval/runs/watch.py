@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..store.connection import Database
+from ..grammar import check_number, check_params
 from ..store.registry import resolve_retrievers
 
 __all__ = ["set_watch", "clear_watch", "get_watch"]
@@ -17,7 +18,9 @@ __all__ = ["set_watch", "clear_watch", "get_watch"]
 
 def set_watch(db: Database, *, ks: list[int], retrievers: list[str] | None = None, params: dict[str, Any] | None = None) -> None:
     """Evaluate at cutoffs `ks` with `retrievers` and `params` after every ingest from now on."""
-    given = {k: v for k, v in (params or {}).items() if v is not None}
+    for k in ks:
+        check_number("k", k, option="every k")
+    given = check_params({k: v for k, v in (params or {}).items() if v is not None})
     db.value("RETURN fn::run_params($ks, $given)", {"ks": ks, "given": given})  # refuses bad values now
     db.query(
         "UPSERT eval_watch:current CONTENT { ks: $ks, retrievers: $names, params: $given } RETURN NONE",

@@ -10,11 +10,13 @@ import hashlib
 import re
 from importlib import resources
 from pathlib import Path
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from .connection import Database
 from ..errors import ConfigError
+from ..grammar import check_number
 
 __all__ = [
     "HARNESS_SCRIPTS",
@@ -60,6 +62,12 @@ class HarnessConfig(BaseModel):
     dimension: int = Field(gt=0, le=16384)
     knn_depth: int = Field(default=100, gt=0, le=10000)
     knn_ef: int = Field(default=100, gt=0, le=10000)
+
+
+def checked_config(*, dimension: Any, knn_depth: Any = 100, knn_ef: Any = 100) -> HarnessConfig:
+    """A HarnessConfig from option values, each range-checked (grammar.LIMITS) with a one-line error."""
+    return HarnessConfig(dimension=check_number("dimension", dimension), knn_depth=check_number("knn_depth", knn_depth),
+                         knn_ef=check_number("knn_ef", knn_ef))
 
 
 def surql_dir() -> Path:
