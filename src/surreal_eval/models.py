@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
 __all__ = [
     "Article",
@@ -35,6 +35,8 @@ class Article(BaseModel):
     metadata: dict[str, Any] | None = None
     doc: str | None = None  # for a chunk: the article it was cut from
     position: int | None = None  # for a chunk: its index within that article
+    #: (file, line) the row was read from, for messages; never stored
+    _origin: tuple[str, int] | None = PrivateAttr(default=None)
 
 
 class Passage(BaseModel):
@@ -66,6 +68,8 @@ class Question(BaseModel):
     source: Literal["real", "synthetic"] | None = None
     split: Literal["dev", "test"] | None = None
     passages: list[Passage] | None = None
+    #: (file, line) the row was read from, for messages; never stored
+    _origin: tuple[str, int] | None = PrivateAttr(default=None)
 
 
 class Bounds(BaseModel):
