@@ -72,3 +72,22 @@ def test_cli_tune_and_split(tmp_path):
     done = runner.invoke(app, [*url, "tune", "--param", "floor", "--values", "0,3", "--metric", "recall@3"])
     assert done.exit_code == 0, done.output
     assert "<- best" in done.stdout
+
+
+def test_reloading_the_golden_set_keeps_each_questions_split(seeded, tmp_path):
+    from surreal_eval.load.ingest import load_golden
+    from surreal_eval.models import Question
+    from surreal_eval.runs.evaluate import evaluate
+
+    sizes = assign_splits(seeded, seed=0)
+    before = dict(seeded.value("SELECT VALUE [record::id(id), split] FROM question"))
+    rows = seeded.value("SELECT record::id(id) AS id, text, embedding, relevant, grades FROM question")
+    questions = [Question(id=r["id"], text=r["text"], embedding=r["embedding"], grades=r["grades"],
+                          relevant=[f"article:{x.id}" for x in r["relevant"]]) for r in rows]
+    questions[0] = questions[0].model_copy(update={"split": "test" if before[questions[0].id] == "dev" else "dev"})
+    load_golden(seeded, questions)
+    after = dict(seeded.value("SELECT VALUE [record::id(id), split] FROM question"))
+    assert {q: s for q, s in after.items() if q != questions[0].id} == {q: s for q, s in before.items() if q != questions[0].id}
+    assert after[questions[0].id] == questions[0].split  # a split the reloaded row names wins
+    assert evaluate(seeded, ks=[3], params={"split": "dev"}).questions == sum(s == "dev" for s in after.values())
+    assert sizes["dev"] > 0
