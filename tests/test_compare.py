@@ -239,3 +239,23 @@ def test_cli_compare_warns_loudly_about_different_golden_sets(tmp_path):
     assert result.exit_code == 0
     assert "WARNING" in result.stdout and "DIFFERENT GOLDEN SETS" in result.stdout
     assert "paired over 8 questions (A has 8, B has 9)" in result.stdout
+
+
+def test_differences_within_the_means_resolution_are_called_tied(floors):
+    db, base, zero = floors
+    comparison = compare_runs(db, base.run, zero.run, metrics=["recall@3"])
+    assert row(comparison, "bm25", "recall@3").tied and row(comparison, "bm25", "recall@3").resolution > 0
+    assert not row(comparison, "hybrid_floor", "recall@3").tied  # money_back moved by a whole step
+    assert not any("cannot be told apart" in w for w in comparison.warnings)
+    same = compare_runs(db, base.run, zero.run, metrics=["recall@3"], retrievers=["bm25", "vector"])
+    assert any(w.startswith("the runs cannot be told apart") for w in same.warnings)
+
+
+def test_cli_compare_marks_tied_rows(tmp_path):
+    url = ["--url", f"surrealkv://{tmp_path / 's'}"]
+    assert runner.invoke(app, [*url, "init", "--demo"]).exit_code == 0
+    for _ in range(2):
+        assert runner.invoke(app, [*url, "evaluate", "--k", "3"]).exit_code == 0
+    shown = runner.invoke(app, [*url, "compare", "previous", "latest", "--metric", "recall@3"])
+    assert shown.exit_code == 0, shown.output
+    assert "cannot be told apart" in shown.stdout and " tied" in shown.stdout

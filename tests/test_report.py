@@ -121,3 +121,30 @@ def test_chromium_renders_every_chart(history, tmp_path):
     for name in ("slices-category", "slices-source"):
         assert charts[name].count('class="trace bars"') == 4
         assert len(re.findall(r'<g class="point"><path d="M[^"]+"', charts[name])) >= 8
+
+
+def test_the_trend_marks_a_change_of_question_count(seeded):
+    from surreal_eval import history as read_history
+    from surreal_eval.grammar import parse_metric
+    from surreal_eval.present.figures import trend_figure
+    from surreal_eval.runs.tune import assign_splits
+
+    evaluate(seeded, ks=[3], label="all")
+    sizes = assign_splits(seeded, seed=0)
+    evaluate(seeded, ks=[3], params={"split": "dev"}, label="dev")
+    runs = read_history(seeded)  # oldest first, as the page draws them
+    figure = trend_figure(runs, parse_metric("recall@3"))
+    notes = [a.text for a in figure.layout.annotations]
+    assert f"8 → {sizes['dev']} questions" in notes
+
+
+def test_the_matrix_sorts_question_ids_naturally():
+    from surreal_eval.grammar import parse_metric
+    from surreal_eval.models import QuestionResult, RunReport
+    from surreal_eval.present.figures import _matrix_rows
+
+    rows = [QuestionResult(question=f"question:{n}", retriever="bm25", k=5, recall=1, hit_rate=1, precision=0.2,
+                           mrr=1, ndcg=1, map=1, r_precision=1, ranked=[], relevant=[]) for n in (1, 10, 11, 2)]
+    report = RunReport.model_construct(per_question=rows)
+    questions, _ = _matrix_rows(report, parse_metric("recall@5"), set())
+    assert questions == ["question:1", "question:2", "question:10", "question:11"]

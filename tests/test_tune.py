@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 from typer.testing import CliRunner
 
@@ -72,3 +73,60 @@ def test_cli_tune_and_split(tmp_path):
     done = runner.invoke(app, [*url, "tune", "--param", "floor", "--values", "0,3", "--metric", "recall@3"])
     assert done.exit_code == 0, done.output
     assert "<- best" in done.stdout
+
+
+def test_reloading_the_golden_set_keeps_each_questions_split(seeded, tmp_path):
+    from surreal_eval.load.ingest import load_golden
+    from surreal_eval.models import Question
+    from surreal_eval.runs.evaluate import evaluate
+
+    sizes = assign_splits(seeded, seed=0)
+    before = dict(seeded.value("SELECT VALUE [record::id(id), split] FROM question"))
+    rows = seeded.value("SELECT record::id(id) AS id, text, embedding, relevant, grades FROM question")
+    questions = [Question(id=r["id"], text=r["text"], embedding=r["embedding"], grades=r["grades"],
+                          relevant=[f"article:{x.id}" for x in r["relevant"]]) for r in rows]
+    questions[0] = questions[0].model_copy(update={"split": "test" if before[questions[0].id] == "dev" else "dev"})
+    load_golden(seeded, questions)
+    after = dict(seeded.value("SELECT VALUE [record::id(id), split] FROM question"))
+    assert {q: s for q, s in after.items() if q != questions[0].id} == {q: s for q, s in before.items() if q != questions[0].id}
+    assert after[questions[0].id] == questions[0].split  # a split the reloaded row names wins
+    assert evaluate(seeded, ks=[3], params={"split": "dev"}).questions == sum(s == "dev" for s in after.values())
+    assert sizes["dev"] > 0
+
+
+def test_tuning_that_cannot_tell_the_values_apart_names_no_best_and_records_nothing(seeded):
+    assign_splits(seeded, seed=0)
+    above = max(s for q in seeded.value("SELECT VALUE fn::bm25_candidates('article', text, 3).score FROM question") for s in q)
+    # floors above every BM25 score fuse the vector list alone: every value ranks alike
+    result = tune(seeded, param="floor", values=[above + 1, above + 2, above + 3], metric="recall@3")
+    assert result.best is None and result.report is None
+    assert result.tied == [row["value"] for row in result.sweep]
+    assert "cannot tell them apart" in result.note
+    assert history(seeded) == []
+
+
+def test_values_tied_for_the_best_are_named(seeded):
+    result = tune(seeded, param="floor", values=[0, 1, 2, 3], metric="recall@3", force=True)
+    assert result.best == 2 and result.tied == [2, 3]
+    assert "tie for the best recall@3" in result.note and result.report.tuning["tied"] == [2, 3]
+
+
+def test_the_default_floor_grid_comes_from_the_bm25_scores_seen(seeded):
+    assign_splits(seeded, seed=0)
+    dev = seeded.value("SELECT VALUE fn::bm25_candidates('article', text, 5).score FROM question WHERE split = 'dev'")
+    scores = sorted(s for q in dev for s in q)
+    result = tune(seeded, param="floor", metric="recall@5")
+    grid = [row["value"] for row in result.sweep]
+    assert grid[0] == 0 and grid == sorted(set(grid)) and len(grid) > 2
+    assert all(scores[0] - 0.01 <= v <= scores[-1] for v in grid[1:])
+    assert grid[-1] == pytest.approx(float(np.floor(np.percentile(scores, 90) * 100) / 100))
+
+
+def test_cli_tune_refuses_to_pick_among_tied_values(tmp_path):
+    runner = CliRunner()
+    url = ["--url", f"surrealkv://{tmp_path / 's'}"]
+    assert runner.invoke(app, [*url, "init", "--demo"]).exit_code == 0
+    runner.invoke(app, [*url, "split"])
+    tied = runner.invoke(app, [*url, "tune", "--values", "100,200", "--metric", "recall@3"])
+    assert tied.exit_code == 2 and "cannot tell them apart" in tied.stderr
+    assert "(tied)" in tied.stdout and "<- best" not in tied.stdout

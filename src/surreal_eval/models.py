@@ -6,7 +6,7 @@ import math
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
 __all__ = [
     "MAX_NESTING",
@@ -119,6 +119,8 @@ class Article(_Row):
     metadata: dict[str, Any] | None = None
     doc: str | None = None  # for a chunk: the article it was cut from
     position: int | None = Field(default=None, ge=0, le=2**63 - 1)  # for a chunk: its index within that article
+    #: (file, line) the row was read from, for messages; never stored
+    _origin: tuple[str, int] | None = PrivateAttr(default=None)
 
 
 class Passage(BaseModel):
@@ -148,6 +150,8 @@ class Question(_Row):
     source: Literal["real", "synthetic"] | None = None
     split: Literal["dev", "test"] | None = None
     passages: list[Passage] | None = None
+    #: (file, line) the row was read from, for messages; never stored
+    _origin: tuple[str, int] | None = PrivateAttr(default=None)
 
     @field_validator("grades", mode="before")
     @classmethod

@@ -26,7 +26,7 @@ from ..errors import ConfigError
 from ..runs.record import load_for_comparison
 from ..grammar import METRICS, MetricSpec, parse_metric
 from ..models import QuestionResult, RunReport
-from ..stats import PairedComparison, paired_test, sample_warning
+from ..stats import PairedComparison, paired_test, resolution, sample_warning
 
 __all__ = [
     "Change",
@@ -64,6 +64,10 @@ class PairedDelta(PairedComparison):
     metric: str
     fixed: list[QuestionDelta]
     broken: list[QuestionDelta]
+    #: the smallest step one question moves the mean over these questions (stats.resolution)
+    resolution: float | None = None
+    #: A and B cannot be told apart: the difference is smaller than the resolution
+    tied: bool = False
 
 
 class RetrieverDelta(PairedDelta):
@@ -157,8 +161,8 @@ def _questions(report: RunReport) -> set[str]:
     return {row.question for row in report.per_question or []}
 
 
-def paired_delta(a: dict[str, float], b: dict[str, float], questions: Sequence[str], metric: str) -> PairedDelta:
-    """PairedDelta of scores `a` and `b` (by question id) over `questions`, which both must hold."""
+def paired_delta(a: dict[str, float], b: dict[str, float], questions: Sequence[str], metric: str, labels=None) -> PairedDelta:
+    """PairedDelta of `a` and `b` (by question id) over `questions`; `labels` (label counts) gives `tied`."""
     before = [a[q] for q in questions]
     after = [b[q] for q in questions]
     test = paired_test(before, after)
@@ -169,9 +173,12 @@ def paired_delta(a: dict[str, float], b: dict[str, float], questions: Sequence[s
         elif y < x - _TOLERANCE:
             broken.append(QuestionDelta(question=question, before=x, after=y))
     order = lambda d: (-abs(d.after - d.before), d.question)  # noqa: E731
+    step = resolution([max(1, n) for n in labels], metric) if labels else None
     return PairedDelta(
         **test.model_dump(),
         metric=metric,
+        resolution=step,
+        tied=abs(test.difference) < step * (1 - 1e-9) if step else not (fixed or broken),
         fixed=sorted(fixed, key=order),
         broken=sorted(broken, key=order),
     )
@@ -179,6 +186,17 @@ def paired_delta(a: dict[str, float], b: dict[str, float], questions: Sequence[s
 
 def _scores(rows: dict[str, QuestionResult], metric: str) -> dict[str, float]:
     return {q: float(getattr(r, metric)) for q, r in rows.items()}
+
+
+def _labels(rows: dict[str, QuestionResult], questions: Sequence[str]) -> list[int]:
+    return [len(rows[q].relevant) for q in questions]
+
+def _tied_warning(rows: Sequence[PairedDelta], sides: str) -> list[str]:
+    """One line when no compared difference can be told from a tie."""
+    if rows and all(r.tied for r in rows):
+        return [f"{sides} cannot be told apart: every difference is within its mean's resolution "
+                "(the smallest step one question moves it)"]
+    return []
 
 
 # ---------------------------------------------------------------------------------------------
@@ -292,7 +310,8 @@ def compare_reports(
             if not paired:
                 skipped.append(f"{retriever} {spec}: no question scored in both runs")
                 continue
-            delta = paired_delta(scores_a, scores_b, paired, str(spec))
+            delta = paired_delta(scores_a, scores_b, paired, str(spec),
+                                 _labels(index_b[(retriever, spec.k)], paired))
             rows.append(RetrieverDelta(retriever=retriever, **delta.model_dump()))
 
     warning = _golden_warning(a, b, len(shared), only_a, only_b)
@@ -310,7 +329,7 @@ def compare_reports(
         only_a=only_a,
         only_b=only_b,
         same_golden=warning is None,
-        warnings=[w for w in (warning, small) if w],
+        warnings=[w for w in (warning, small) if w] + _tied_warning(rows, "the runs"),
         changes=run_changes(a, b),
         skipped=skipped,
         rows=rows,
@@ -366,13 +385,13 @@ def compare_retrievers(
         b = _scores(index.get((retriever_b, spec.k), {}), spec.name)
         paired = sorted(set(a) & set(b))
         if paired:
-            rows.append(paired_delta(a, b, paired, str(spec)))
+            rows.append(paired_delta(a, b, paired, str(spec), _labels(index[(retriever_b, spec.k)], paired)))
     small = sample_warning(len(_questions(report)))
     return RetrieverComparison(
         run=report.run,
         label=report.label,
         retriever_a=retriever_a,
         retriever_b=retriever_b,
-        warnings=[small] if small else [],
+        warnings=([small] if small else []) + _tied_warning(rows, "the retrievers"),
         rows=rows,
     )

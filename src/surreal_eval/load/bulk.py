@@ -9,7 +9,7 @@ How a load runs (the engine facts behind each step are in SURREALDB.md, "Loading
    `_ingest_<table>`. Embeddings the rows lack are computed by `embedder`, one call per batch.
    Python holds one batch at a time, plus the ids seen (to find duplicates).
 3. Problems that need every row are collected and refused together, in one message: duplicate
-   ids, labels naming documents that do not exist, questions with no labels, rows with no
+   ids (with the file and both lines; `on_duplicate` 'first' or 'last' keeps one of each), labels naming documents that do not exist, questions with no labels, rows with no
    embedding and no embedder to compute one.
 4. The staged rows move into place: (re)define the corpus table, remove its HNSW index, write
    every staged row by id (replacing a record that exists, so labels pointing at it stay valid;
@@ -47,6 +47,7 @@ from ..models import Article, Question
 from ..store.connection import Database, record_str
 from ..store.journal import STAGING_PREFIX, STALE_LOAD, UNDO_PREFIX, recover_loads, remove_staging, staging_tables
 from ..store.schema import DOCUMENTS, HARNESS_SCRIPTS, corpus_tables, identifier, surql_dir
+from .duplicates import OnDuplicate
 from .embedding import Embedder
 from .move import Move, move_all
 from .staging import Load, Problems, Progress, stage_documents, stage_questions
@@ -84,6 +85,8 @@ class LoadReport(BaseModel):
     skipped: int = 0
     #: rows whose embedding the embedder computed
     embedded: int = 0
+    #: rows not loaded because another row of the file had their id (on_duplicate first or last)
+    duplicates: int = 0
     #: labels loaded (questions only)
     labels: int | None = None
     #: staging INSERT statements (each at most batch_size rows)
@@ -165,6 +168,7 @@ def load_corpus(
     progress: Progress | None = None,
     create_harness: bool = False,
     source: str | None = None,
+    on_duplicate: OnDuplicate = "refuse",
 ) -> LoadReport:
     """Load documents into corpus table `table` (upsert by id), all or none, then build its indexes.
 
@@ -177,7 +181,8 @@ def load_corpus(
     """
     table = _corpus_table(table)
     _not_another_table(db, table)
-    load = Load(db, batch_size=batch_size, embedder=embedder, progress=progress, create_harness=create_harness)
+    load = Load(db, batch_size=batch_size, embedder=embedder, progress=progress, create_harness=create_harness,
+                on_duplicate=on_duplicate)
     staging = STAGING_PREFIX + table
     kind = "article" if table == DOCUMENTS else "document"
     problems = Problems("corpus")
@@ -185,7 +190,8 @@ def load_corpus(
     def body() -> LoadReport:
         staged, embedded = stage_documents(load, documents, staging, problems, kind)
         problems.check()
-        report = LoadReport(table=table, loaded=len(staged), embedded=embedded, batches=load.batches)
+        report = LoadReport(table=table, loaded=len(staged), embedded=embedded, batches=load.batches,
+                            duplicates=load.dropped[staging])
         if not staged:
             remove_staging(db)
             return report.model_copy(update={"seconds": load.seconds()})
@@ -205,6 +211,7 @@ def load_golden(
     embedder: Embedder | None = None,
     progress: Progress | None = None,
     create_harness: bool = False,
+    on_duplicate: OnDuplicate = "refuse",
 ) -> LoadReport:
     """Load golden-set questions (upsert by id), all or none.
 
@@ -214,7 +221,8 @@ def load_golden(
     embedding of the wrong dimension. `skipped` in the report is `questions.skipped` when the
     questions come from a BEIR or TREC reader (queries with no judgment).
     """
-    load = Load(db, batch_size=batch_size, embedder=embedder, progress=progress, create_harness=create_harness)
+    load = Load(db, batch_size=batch_size, embedder=embedder, progress=progress, create_harness=create_harness,
+                on_duplicate=on_duplicate)
     staging = STAGING_PREFIX + QUESTIONS
     problems = Problems("golden set")
 
@@ -222,7 +230,7 @@ def load_golden(
         count, labels, embedded = stage_questions(load, questions, staging, problems, set())
         problems.check()
         report = LoadReport(table=QUESTIONS, loaded=count, skipped=getattr(questions, "skipped", 0),
-                            embedded=embedded, labels=labels, batches=load.batches)
+                            embedded=embedded, labels=labels, batches=load.batches, duplicates=load.dropped[staging])
         if count:
             load.ensure_harness()
             move_all(load, [Move(staging, QUESTIONS, corpus=False)])
@@ -243,13 +251,15 @@ def load_dataset(
     progress: Progress | None = None,
     create_harness: bool = False,
     source: str | None = None,
+    on_duplicate: OnDuplicate = "refuse",
 ) -> DatasetReport:
     """Load documents into `article` and the golden set that labels them, all or nothing.
 
     Labels may name documents of this load or articles already stored. The documents' problems
     are refused first (one message), then the golden set's (one message).
     """
-    load = Load(db, batch_size=batch_size, embedder=embedder, progress=progress, create_harness=create_harness)
+    load = Load(db, batch_size=batch_size, embedder=embedder, progress=progress, create_harness=create_harness,
+                on_duplicate=on_duplicate)
     doc_staging, question_staging = STAGING_PREFIX + DOCUMENTS, STAGING_PREFIX + QUESTIONS
     doc_problems, question_problems = Problems("corpus"), Problems("golden set")
 
@@ -267,10 +277,11 @@ def load_dataset(
         seconds = load.seconds()
         return DatasetReport(
             corpus=LoadReport(table=DOCUMENTS, loaded=len(staged), embedded=doc_embedded, batches=doc_batches,
-                              seconds=seconds, harness_imported=load.harness_imported,
+                              duplicates=load.dropped[doc_staging], seconds=seconds, harness_imported=load.harness_imported,
                               **(_mark_ingest(db, DOCUMENTS, len(staged), source) if staged else {})),
             golden=LoadReport(table=QUESTIONS, loaded=count, skipped=getattr(questions, "skipped", 0),
-                              embedded=q_embedded, labels=labels, batches=load.batches - doc_batches, seconds=seconds),
+                              embedded=q_embedded, labels=labels, batches=load.batches - doc_batches,
+                              duplicates=load.dropped[question_staging], seconds=seconds),
             seconds=seconds,
         )
 
@@ -286,6 +297,7 @@ def load_beir(
     embedder: Embedder | None = None,
     progress: Progress | None = None,
     create_harness: bool = False,
+    on_duplicate: OnDuplicate = "refuse",
 ) -> DatasetReport:
     """Load a BEIR folder (corpus.jsonl, queries.jsonl, qrels/<split>.tsv, embeddings/ if present)
     into `article` and `question` all or nothing; queries with no judgment are skipped and counted."""
@@ -293,7 +305,7 @@ def load_beir(
 
     documents, questions = read_beir(Path(folder), split=split)
     return load_dataset(db, documents, questions, batch_size=batch_size, embedder=embedder,
-                        progress=progress, create_harness=create_harness, source=str(folder))
+                        progress=progress, create_harness=create_harness, source=str(folder), on_duplicate=on_duplicate)
 
 
 def record_ingest(db: Database, *, corpus: str, documents: int, source: str | None = None) -> str | None:

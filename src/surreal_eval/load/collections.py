@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, PrivateAttr
 
 from ..errors import InputError
 from ..models import Article, Question, data_problem, vector_problem
@@ -84,6 +84,7 @@ class _Query(BaseModel):
     id: str = Field(min_length=1)
     text: str
     embedding: list[float] | None = None
+    _origin: tuple[str, int] | None = PrivateAttr(default=None)
 
 
 def _queries(path: Path) -> Iterator[_Query]:
@@ -97,7 +98,9 @@ def _queries(path: Path) -> Iterator[_Query]:
                     qid, tab, text = line.rstrip("\r\n").partition("\t")
                     if not tab or not qid.strip():
                         raise InputError("expected `id<TAB>text`", source=str(path), line=number)
-                    yield _Query(id=qid.strip(), text=text)
+                    query = _Query(id=qid.strip(), text=text)
+                    query._origin = (str(path), number)
+                    yield query
             except UnicodeDecodeError as error:
                 raise InputError(f"not UTF-8 text ({error.reason})", source=str(path)) from None
         return
@@ -135,8 +138,10 @@ class QuestionStream(Iterable[Question]):
                 self.skipped += 1
                 continue
             self.labels += len(judged)
-            yield Question(id=query.id, text=query.text, embedding=query.embedding,
-                           relevant=[_label(doc) for doc in judged], grades=list(judged.values()), split=self.split)
+            question = Question(id=query.id, text=query.text, embedding=query.embedding,
+                                relevant=[_label(doc) for doc in judged], grades=list(judged.values()), split=self.split)
+            question._origin = query._origin
+            yield question
         unknown = sorted(self.qrels.judged - seen)
         if unknown:
             raise InputError(f"judgments for queries that {self.queries.name} lacks: {_listing(unknown)}", source=self.qrels.source)

@@ -98,11 +98,14 @@ def _ident(raw: dict[str, Any]) -> str:
 
 def validate_row(model: type[M], raw: dict[str, Any], original: dict[str, Any], path: Path, line: int) -> M:
     try:
-        return model.model_validate(raw)
+        item = model.model_validate(raw)
     except ValidationError as error:
         first = error.errors()[0]
         where = ".".join(str(p) for p in first["loc"]) or "row"
         raise InputError(f"{where}: {first['msg']}{_ident(original)}", source=str(path), line=line) from None
+    if "_origin" in item.__private_attributes__:
+        item._origin = (str(path), line)  # where a duplicate id is reported
+    return item
 
 
 def take_id(raw: dict[str, Any], path: Path, line: int) -> None:

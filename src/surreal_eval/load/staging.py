@@ -1,6 +1,6 @@
 """Staging a load: rows checked one at a time and written in batches into a schemaless staging table.
 
-Python holds one batch at a time, plus the ids seen (to find duplicates). Problems that need every
+Python holds one batch at a time, plus the ids seen (to find duplicates: module duplicates). Problems that need every
 row (duplicate ids, labels to unknown documents, questions with no labels or no embedding) are
 collected in `Problems` and refused together, in one line.
 """
@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator
 from typing import Any
 
 from ..errors import ConfigError, EmbeddingFailed, InputError
 from ..models import Article, Question, vector_problem
 from ..store.connection import Database, record_str, to_record
 from ..store.schema import DOCUMENTS, HarnessConfig, harness_config, import_harness, statement
+from .duplicates import DUPLICATE_IDS, Duplicates
 from .embedding import Embedder
 
 __all__ = ["Progress", "Problems", "Load", "batches", "stage_documents", "stage_questions"]
@@ -31,27 +32,43 @@ Progress = Callable[[str, int, "int | None"], None]
 
 
 class Problems:
-    """Problems that need every row to be found, refused together in one line."""
+    """Problems that need every row to be found, refused together in one line.
+
+    A problem filed under a key (a row's id) is forgotten with `forget(key)`, when a later row
+    with that id replaces the row it was found on (`--on-duplicate last`)."""
 
     def __init__(self, what: str) -> None:
         self.what = what
         self.shown: dict[str, list[str]] = {}
         self.counts: dict[str, int] = {}
+        self.keyed: dict[str, list[tuple[str, str]]] = {}
 
-    def add(self, kind: str, entry: str) -> None:
+    def add(self, kind: str, entry: str, key: str | None = None) -> None:
         self.counts[kind] = self.counts.get(kind, 0) + 1
         shown = self.shown.setdefault(kind, [])
         if len(shown) < SHOWN:
             shown.append(entry)
+        if key is not None:
+            self.keyed.setdefault(key, []).append((kind, entry))
+
+    def forget(self, key: str) -> None:
+        for kind, entry in self.keyed.pop(key, []):
+            self.counts[kind] -= 1
+            if entry in self.shown[kind]:
+                self.shown[kind].remove(entry)
+            if not self.counts[kind]:
+                del self.counts[kind], self.shown[kind]
 
     def check(self) -> None:
         if not self.counts:
             return
         parts = []
         for kind, count in self.counts.items():
-            more = f" (and {count - SHOWN} more)" if count > SHOWN else ""
+            more = f" (and {count - len(self.shown[kind])} more)" if count > len(self.shown[kind]) else ""
             parts.append(f"{kind}: {', '.join(self.shown[kind])}{more}")
-        raise InputError(f"{self.what} refused: {'; '.join(parts)}")
+        hint = ("; to load it as it is, keep one row of each id with --on-duplicate first or last"
+                if DUPLICATE_IDS in self.counts else "")
+        raise InputError(f"{self.what} refused: {'; '.join(parts)}{hint}")
 
 
 # -------------------------------------------------------------------------------------- loading
@@ -68,6 +85,7 @@ class Load:
         embedder: Embedder | None,
         progress: Progress | None,
         create_harness: bool,
+        on_duplicate: str = "refuse",
     ) -> None:
         if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
             raise ConfigError(f"batch size must be a whole number of at least 1, got {batch_size!r}")
@@ -83,6 +101,10 @@ class Load:
         self.learnt = config is None  # the dimension comes from the first embedding of this load
         self.harness_imported: int | None = None
         self.batches = 0
+        Duplicates(on_duplicate, Problems("load"))  # refuses an unknown policy before anything is staged
+        self.on_duplicate = on_duplicate
+        #: per staging table, the rows dropped because another row had their id
+        self.dropped: dict[str, int] = {}
 
     def step(self, name: str, done: int, total: int | None = None) -> None:
         if self.progress is not None:
@@ -119,12 +141,24 @@ class Load:
 
     # -- statements
 
-    def insert(self, staging: str, rows: list[dict[str, Any]]) -> None:
-        if rows:  # staged as {id, row}: the move writes `row` as the record's content
+    def insert(self, staging: str, rows: list[dict[str, Any]], *, replace: bool = False) -> None:
+        """Stage `rows` as {id, row} (the move writes `row` as the record's content); `replace`: a
+        row whose id is staged already replaces it."""
+        if rows:
             staged = [{"id": r["id"], "row": {k: v for k, v in r.items() if k != "id"}} for r in rows]
-            self.db.query(statement("INSERT INTO {{staging}} $rows RETURN NONE", staging=staging), {"rows": staged})
+            upsert = " ON DUPLICATE KEY UPDATE row = $input.row" if replace else ""
+            self.db.query(statement("INSERT INTO {{staging}} $rows" + upsert + " RETURN NONE", staging=staging),
+                          {"rows": staged})
             self.batches += 1
             self.db.flush_if_full()
+
+    def staged_embeddings(self, staging: str, keys: list[str]) -> dict[str, list[float]]:
+        """The embeddings of the rows staged under `keys` (for rows replacing them that have none)."""
+        if not keys:
+            return {}
+        rows = self.db.value(statement("SELECT record::id(id) AS key, row.embedding AS embedding FROM {{staging}} "
+                                       "WHERE record::id(id) IN $keys", staging=staging), {"keys": keys})
+        return {row["key"]: row["embedding"] for row in rows if row.get("embedding") is not None}
 
     def ensure_harness(self) -> None:
         """Import the harness with the dimension of this load's embeddings, if it is missing."""
@@ -157,34 +191,30 @@ def _document_text(doc: Article) -> str:
     return doc.content or doc.title
 
 
-def stage_documents(load: Load, documents: Iterable[Article], staging: str, problems: Problems, kind: str) -> tuple[set[str], int]:
-    """Stage every document; returns the ids staged and how many the embedder embedded."""
+def stage_documents(load: Load, documents: Iterable[Article], staging: str, problems: Problems, kind: str) -> tuple[dict[str, Any], int]:
+    """Stage every document; returns the ids staged (with where each was read) and how many the
+    embedder embedded. A repeated id is handled as `load.on_duplicate` says (module duplicates)."""
     load.db.query(statement("DEFINE TABLE OVERWRITE {{staging}} SCHEMALESS", staging=staging))
-    seen: set[str] = set()
+    ids = Duplicates(load.on_duplicate, problems)
     embedded = 0
     step = f"staging {kind}s"
     load.step(step, 0)
 
-    def unique() -> Iterator[Article]:
-        for doc in documents:
-            if doc.id in seen:
-                problems.add("duplicate ids", doc.id)
-                continue
-            seen.add(doc.id)
-            yield doc
-
     done = 0
-    for batch in batches(unique(), load.batch_size):
+    for batch in batches((doc for doc in documents if ids.admit(doc)), load.batch_size):
+        done += len(batch)
+        batch = ids.last_of_each(batch)
         missing = [d for d in batch if d.embedding is None]
         vectors: dict[str, list[float]] = {}
         if missing and load.embedder is not None:
             vectors = dict(zip((d.id for d in missing), load.embed([_document_text(d) for d in missing])))
             embedded += len(missing)
+        vectors.update(load.staged_embeddings(staging, ids.lacking(batch, vectors)))
         rows = []
         for doc in batch:
             vector = doc.embedding if doc.embedding is not None else vectors.get(doc.id)
             if vector is None:
-                problems.add(f"{kind}s without an embedding (give an embedder to compute them)", doc.id)
+                problems.add(f"{kind}s without an embedding (give an embedder to compute them)", doc.id, ids.key(doc.id))
                 continue
             load.check_embedding(kind, doc.id, vector)
             row = doc.model_dump(exclude_none=True)
@@ -192,10 +222,10 @@ def stage_documents(load: Load, documents: Iterable[Article], staging: str, prob
             if doc.doc is not None:
                 row["doc"] = to_record(doc.doc, DOCUMENTS)
             rows.append(row)
-        load.insert(staging, rows)
-        done += len(batch)
+        load.insert(staging, rows, replace=ids.replacing)
         load.step(step, done)
-    return seen, embedded
+    load.dropped[staging] = ids.dropped
+    return ids.read, embedded
 
 
 
@@ -226,23 +256,21 @@ def _question_row(question: Question) -> dict[str, Any]:
 
 
 def stage_questions(
-    load: Load, questions: Iterable[Question], staging: str, problems: Problems, staged_documents: set[str]
+    load: Load, questions: Iterable[Question], staging: str, problems: Problems, staged_documents: Collection[str]
 ) -> tuple[int, int, int]:
-    """Stage every question; returns (questions staged, labels, embedded by the embedder)."""
+    """Stage every question; returns (questions staged, labels, embedded by the embedder). A
+    repeated id is handled as `load.on_duplicate` says (module duplicates)."""
     load.db.query(statement("DEFINE TABLE OVERWRITE {{staging}} SCHEMALESS", staging=staging))
-    seen: set[str] = set()
+    ids = Duplicates(load.on_duplicate, problems)
     to_check: dict[str, tuple[Any, str]] = {}  # label -> (record, first question naming it)
     counts = {"questions": 0, "labels": 0, "embedded": 0}
+    labels_of: dict[str, int] = {}  # --on-duplicate last: the labels of each staged question
     load.step("staging questions", 0)
 
-    def valid() -> Iterator[tuple[Question, dict[str, Any]]]:
-        for question in questions:
-            if question.id in seen:
-                problems.add("duplicate ids", question.id)
-                continue
-            seen.add(question.id)
+    def valid(batch: list[Question]) -> Iterator[tuple[Question, dict[str, Any]]]:
+        for question in batch:
             if not question.relevant:
-                problems.add("questions with no labels", question.id)
+                problems.add("questions with no labels", question.id, ids.key(question.id))
                 continue
             row = _question_row(question)
             for label in row["relevant"]:
@@ -251,25 +279,32 @@ def stage_questions(
             yield question, row
 
     done = 0
-    for batch in batches(valid(), load.batch_size):
+    for read in batches((q for q in questions if ids.admit(q)), load.batch_size):
+        done += len(read)
+        batch = list(valid(ids.last_of_each(read)))
         missing = [q for q, _ in batch if q.embedding is None]
         vectors: dict[str, list[float]] = {}
         if missing and load.embedder is not None:
             vectors = dict(zip((q.id for q in missing), load.embed([q.text for q in missing])))
             counts["embedded"] += len(missing)
+        vectors.update(load.staged_embeddings(staging, ids.lacking([q for q, _ in batch], vectors)))
         rows = []
         for question, row in batch:
             vector = question.embedding if question.embedding is not None else vectors.get(question.id)
             if vector is None:
-                problems.add("questions without an embedding (give an embedder to compute them)", question.id)
+                problems.add("questions without an embedding (give an embedder to compute them)", question.id,
+                             ids.key(question.id))
                 continue
             load.check_embedding("question", question.id, vector)
             row["embedding"] = vector
             rows.append(row)
+            if ids.replacing:  # a row replacing a staged one takes its place in the counts
+                counts["questions"] -= question.id in labels_of
+                counts["labels"] -= labels_of.get(question.id, 0)
+                labels_of[question.id] = len(row["relevant"])
             counts["labels"] += len(row["relevant"])
-        load.insert(staging, rows)
+        load.insert(staging, rows, replace=ids.replacing)
         counts["questions"] += len(rows)
-        done += len(batch)
         load.step("staging questions", done)
 
     for chunk in batches(list(to_check.values()), _EXISTS_CHUNK):
@@ -277,8 +312,16 @@ def stage_questions(
             "RETURN $labels.filter(|$r| !record::exists($r))", {"labels": [label for label, _ in chunk]})
         gone = {record_str(r) for r in missing_labels}
         for label, owner in chunk:
-            if record_str(label) in gone:
-                problems.add("labels to unknown documents", f"{owner} -> {record_str(label)}")
+            if record_str(label) not in gone:
+                continue
+            if owner in ids.replaced:  # the question naming it first was replaced: who names it now?
+                owner = load.db.value(statement(
+                    "RETURN (SELECT VALUE record::id(id) FROM {{staging}} WHERE $label INSIDE row.relevant "
+                    "ORDER BY id LIMIT 1)[0]", staging=staging), {"label": label})
+                if owner is None:
+                    continue
+            problems.add("labels to unknown documents", f"{owner} -> {record_str(label)}")
+    load.dropped[staging] = ids.dropped
     return counts["questions"], counts["labels"], counts["embedded"]
 
 

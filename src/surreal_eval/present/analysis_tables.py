@@ -41,7 +41,7 @@ def _delta_table(title: str, first: str, rows: list[tuple[str, PairedDelta]], a:
         p = f"{row.p_value:.4f}" + ("" if row.exact else "~")
         table.add_row(
             name, row.metric, f"{row.mean_a:.3f}", f"{row.mean_b:.3f}",
-            f"{row.difference:+.3f} [{row.low:+.3f}, {row.high:+.3f}]", p,
+            f"{row.difference:+.3f} [{row.low:+.3f}, {row.high:+.3f}]" + (" tied" if row.tied else ""), p,
             str(len(row.fixed)) if row.fixed else "-", str(len(row.broken)) if row.broken else "-",
         )
     return table
@@ -81,7 +81,8 @@ def show_comparison(console: Console, comparison: Comparison) -> None:
     for note in c.skipped:
         console.print(f"not compared: {escape(note)}")
     rows = [(r.retriever, r) for r in c.rows]
-    console.print(_delta_table("B - A per retriever and metric (p: paired randomization test; ~ sampled)", "retriever", rows, "A", "B"))
+    console.print(_delta_table("B - A per retriever and metric (p: paired randomization test; ~ sampled; "
+                               "tied: within the mean's resolution)", "retriever", rows, "A", "B"))
     _changed_questions(console, rows)
 
 

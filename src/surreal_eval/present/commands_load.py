@@ -44,10 +44,12 @@ def _embedder(spec: Optional[str]):
 
 
 def _loaded(report, what: str) -> str:
-    """`N what`, and how many of them the embedder embedded."""
+    """`N what`, how many of them the embedder embedded, and how many rows repeating an id were dropped."""
     parts = [f"{report.loaded} {what}"]
     if report.embedded:
         parts.append(f"{report.embedded} embedded by the embedder")
+    if report.duplicates:
+        parts.append(f"{report.duplicates} row{'s' if report.duplicates != 1 else ''} repeating an id dropped")
     return ", ".join(parts)
 
 
@@ -75,6 +77,14 @@ EmbedderOpt = Annotated[Optional[str], typer.Option(
     "--embedder", envvar="SURREAL_EVAL_EMBEDDER",
     help="Compute embeddings the data lacks: openai:MODEL@BASE_URL or local:MODEL.")]
 BatchOpt = Annotated[int, typer.Option("--batch-size", min=1, help="Rows per INSERT while staging (memory stays bounded by it).")]
+class OnDuplicate(str, Enum):
+    refuse = "refuse"
+    first = "first"
+    last = "last"
+
+
+DuplicateOpt = Annotated[OnDuplicate, typer.Option(
+    "--on-duplicate", help="An id on two rows: refuse the load (naming the file and lines), or keep the first or the last row.")]
 SplitHelp = "BEIR: which qrels/<split>.tsv (default test); the split given to questions that name none."
 
 
@@ -93,6 +103,7 @@ def load_corpus(
     fmt: Annotated[DocumentFormat, typer.Option("--format", help="File format; auto: by suffix, a folder is BEIR.")] = DocumentFormat.auto,
     embedder: EmbedderOpt = None,
     batch_size: BatchOpt = DEFAULT_BATCH_SIZE,
+    on_duplicate: DuplicateOpt = OnDuplicate.refuse,
 ) -> None:
     """Load documents into a corpus table (all or none, upsert by id), then build its BM25 and HNSW indexes.
 
@@ -102,7 +113,7 @@ def load_corpus(
     model = _embedder(embedder)
     report = _load(lambda db, progress: ingest_corpus(
         db, read_documents(path, format=fmt.value), table=table, embedder=model, batch_size=batch_size,
-        progress=progress, create_harness=True, source=str(path)), model)
+        progress=progress, create_harness=True, source=str(path), on_duplicate=on_duplicate.value), model)
     what = "articles" if report.table == "article" else "documents"
     plain(out, f"loaded {_loaded(report, what)} into {report.table} from {path} in {report.seconds:.1f} s{_harness_note(report)}")
     _ingest_note(report)
@@ -116,12 +127,13 @@ def load_golden(
     queries: Annotated[Optional[Path], typer.Option(help="TREC: the questions' text, JSONL {_id, text} or TSV id<TAB>text.")] = None,
     embedder: EmbedderOpt = None,
     batch_size: BatchOpt = DEFAULT_BATCH_SIZE,
+    on_duplicate: DuplicateOpt = OnDuplicate.refuse,
 ) -> None:
     """Load golden-set questions (all or none, upsert by id); their labels must name stored articles."""
     model = _embedder(embedder)
     report = _load(lambda db, progress: ingest_golden(
         db, read_questions(path, format=fmt.value, split=split, queries=queries), embedder=model,
-        batch_size=batch_size, progress=progress, create_harness=True), model)
+        batch_size=batch_size, progress=progress, create_harness=True, on_duplicate=on_duplicate.value), model)
     skipped = f"; skipped {report.skipped} queries with no judgment" if report.skipped else ""
     plain(out, f"loaded {_loaded(report, 'questions')} ({report.labels} labels) from {path}{skipped} "
               f"in {report.seconds:.1f} s{_harness_note(report)}")
@@ -133,6 +145,7 @@ def load_beir(
     split: Annotated[str, typer.Option(help="Which qrels/<split>.tsv to load.")] = "test",
     embedder: EmbedderOpt = None,
     batch_size: BatchOpt = DEFAULT_BATCH_SIZE,
+    on_duplicate: DuplicateOpt = OnDuplicate.refuse,
 ) -> None:
     """Load a BEIR folder's documents, queries and judgments together, all or nothing.
 
@@ -141,7 +154,8 @@ def load_beir(
     """
     model = _embedder(embedder)
     report = _load(lambda db, progress: ingest_beir(
-        db, folder, split=split, embedder=model, batch_size=batch_size, progress=progress, create_harness=True), model)
+        db, folder, split=split, embedder=model, batch_size=batch_size, progress=progress, create_harness=True,
+        on_duplicate=on_duplicate.value), model)
     corpus, golden = report.corpus, report.golden
     plain(out, 
         f"loaded {_loaded(corpus, 'articles')} and {_loaded(golden, 'questions')} ({golden.labels} labels) "

@@ -7,7 +7,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from ..errors import ConfigError, InputError
+from ..errors import ConfigError, InputError, Rejected
 from ..grammar import check_number, parse_ks, parse_metric, parse_weights
 from ..load.bulk import STALE_LOAD, recover_loads
 from ..runs.demo import run_demo
@@ -222,7 +222,7 @@ def split(
 @app.command()
 def tune(
     param: Annotated[str, typer.Option(help="Parameter to sweep: floor, rrf_k, weights or knn_ef.")] = "floor",
-    values: Annotated[str, typer.Option(help="Candidates: 0,1.5,3 (floor); 20,60 (rrf_k, knn_ef); 0.3,0.7;0.5,0.5 (weights).")] = "0,1,2,3,4,5",
+    values: Annotated[Optional[str], typer.Option(help="Candidates: 0,1.5,3 (floor; default 0 and percentiles of the BM25 scores seen on dev); 20,60 (rrf_k, knn_ef); 0.3,0.7;0.5,0.5 (weights).")] = None,
     metric: Annotated[str, typer.Option(help="Metric that picks the best value, e.g. recall@5.")] = "recall@5",
     retriever: Annotated[Optional[str], typer.Option(help="Retriever to tune (default: the one the parameter belongs to).")] = None,
     corpus: Annotated[Optional[str], typer.Option(help="Corpus table.")] = None,
@@ -232,7 +232,7 @@ def tune(
     """Sweep a parameter on the dev split, pick the best by a metric, report it on the test split."""
     from ..runs.tune import parse_values, tune as run_tune
 
-    candidates = checked(lambda: parse_values(param, values))
+    candidates = None if values is None and param == "floor" else checked(lambda: parse_values(param, values or ""))
     corpus = table_name(corpus, "--corpus table")
     result = with_db(lambda db: run_tune(db, param=param, values=candidates, metric=metric, retriever=retriever,
                                           params={"corpus": corpus}, force=force))
@@ -241,8 +241,12 @@ def tune(
         return
     plain(out, f"{param} swept on {'ALL questions (forced)' if result.forced else 'the dev split'} by {result.metric}:")
     for row in result.sweep:
-        mark = "  <- best" if row["value"] == result.best else ""
+        mark = "  <- best" if row["value"] == result.best else "  (tied)" if row["value"] in result.tied else ""
         plain(out, f"  {param} = {row['value']}: {row['mean']:.4f} ({row['questions']} questions){mark}")
+    if result.report is None:
+        fail(Rejected(result.note))
+    if result.note:
+        plain(err, f"warning: {result.note}")
     display.show_report(out, result.report)
 
 

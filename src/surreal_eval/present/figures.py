@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import html
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -23,6 +24,11 @@ def escape(value: Any) -> str:
 
 def short_id(question: str) -> str:
     return question.split(":", 1)[-1]
+
+
+def natural_key(text: str) -> list[Any]:
+    """Sort key putting `q2` before `q10`: runs of digits compare as numbers."""
+    return [(0, int(part), "") if part.isdigit() else (1, 0, part) for part in re.split(r"(\d+)", text) if part]
 
 
 def run_name(run: RunSummary | RunReport) -> str:
@@ -88,6 +94,8 @@ def trend_figure(runs: Sequence[RunSummary], shown: MetricSpec) -> Any:
             notes.append("golden set changed")
         if (runs[i].corpus or {}).get("fingerprint") != (runs[i - 1].corpus or {}).get("fingerprint"):
             notes.append("corpus changed")
+        if runs[i].questions != runs[i - 1].questions:  # a split, or a golden set that grew: not one trend
+            notes.append(f"{runs[i - 1].questions} → {runs[i].questions} questions")
         if notes:
             figure.add_vline(x=i - 0.5, line={"dash": "dot", "color": "#888"})
             figure.add_annotation(
@@ -110,17 +118,17 @@ def _matrix_rows(report: RunReport, spec: MetricSpec, changed: set[str]) -> tupl
     for row in report.per_question or []:
         if row.k == spec.k:
             scores.setdefault(row.question, []).append(getattr(row, spec.name))
-    questions = sorted(scores)
+    questions = sorted(scores, key=natural_key)
     if len(questions) <= MATRIX_ROWS:
         return questions, None
     keep = [q for q in questions if q in changed][:MATRIX_ROWS]
-    rest = sorted((q for q in questions if q not in changed), key=lambda q: (sum(scores[q]) / len(scores[q]), q))
+    rest = sorted((q for q in questions if q not in changed), key=lambda q: (sum(scores[q]) / len(scores[q]), natural_key(q)))
     keep += rest[: MATRIX_ROWS - len(keep)]
     note = (
         f"showing {len(keep)} of {len(questions)} questions: those fixed or broken since the previous run, "
         f"then the lowest scoring"
     )
-    return sorted(keep), note
+    return sorted(keep, key=natural_key), note
 
 
 def matrix_figure(report: RunReport, spec: MetricSpec, comparison: Comparison | None) -> tuple[Any, str | None]:

@@ -14,6 +14,7 @@ from ..store.schema import HarnessConfig, harness_config, import_harness
 from ..grammar import check_number, parse_metric
 from ..store.registry import registry, tuned_by
 from ..models import RunReport
+from ..stats import resolution
 
 __all__ = ["TUNABLE", "TuneResult", "assign_splits", "parse_values", "tune"]
 
@@ -29,9 +30,16 @@ class TuneResult(BaseModel):
     retriever: str
     metric: str
     sweep: list[dict[str, Any]]  # [{value, mean, questions}] on the tuning split
+    #: the value chosen; None when the sweep cannot tell the values apart (then no run is recorded)
     best: Any
     forced: bool
-    report: RunReport
+    #: the smallest step one question moves the mean (stats.resolution): means closer are tied
+    resolution: float
+    #: the values tied with the best (within the resolution), the best first; all of them: no best
+    tied: list[Any]
+    #: what the sweep could not tell apart, in one line; None when one value is best
+    note: str | None = None
+    report: RunReport | None
 
 
 def assign_splits(db: Database, *, dev_fraction: float = 0.5, seed: int = 0) -> dict[str, int]:
@@ -96,7 +104,7 @@ def tune(
     db: Database,
     *,
     param: str,
-    values: list[Any],
+    values: list[Any] | None = None,
     metric: str = "recall@5",
     retriever: str | None = None,
     ks: list[int] | None = None,
@@ -105,12 +113,17 @@ def tune(
     label: str | None = None,
 ) -> TuneResult:
     """Sweep `param` over `values` on the dev split, choose the best mean `metric`, and record a run
-    on the test split with that choice. Tuning and reporting on the same questions (no dev/test
+    on the test split with that choice. For floor, `values` None sweeps 0 and the 10th to 90th
+    percentiles of the BM25 scores seen on the tuning split (fn::floor_grid). Means within the
+    resolution of the best (stats.resolution) are tied with it: the first listed is taken and
+    `note` says so; when every value ties, none is best and no run is recorded (`report` None). Tuning and reporting on the same questions (no dev/test
     split) is refused unless `force`, and such a run is marked forced in history.
     """
     spec = parse_metric(metric)
     if param not in TUNABLE:
         raise ConfigError(f"cannot tune {param!r}: tunable are {', '.join(TUNABLE)}")
+    if not values and param != "floor":
+        raise ConfigError(f"give the values of {param} to sweep (--values)")
     retriever = retriever or tuned_by(db, param)
     known = [r.name for r in registry(db)]
     if retriever not in known:
@@ -126,7 +139,22 @@ def tune(
     base = {k: v for k, v in (params or {}).items() if v is not None}
     tune_split, report_split = ("dev", "test") if held_out else (None, None)
     sweep = _sweep(db, param, values, spec, retriever, {**base, "split": tune_split})
+    step = resolution(db.value("SELECT VALUE array::len(relevant) FROM question WHERE $s = NONE OR split = $s",
+                               {"s": tune_split}), str(spec))
+    top = max(row["mean"] for row in sweep)
+    tied = [row["value"] for row in sweep if top - row["mean"] < step * (1 - 1e-9)]  # within one question's step
+    values = [row["value"] for row in sweep]
     best = max(sweep, key=lambda row: row["mean"])["value"]  # first of equal means: values order decides
+    on = tune_split or "all questions"
+    if len(tied) == len(sweep) > 1:
+        note = (f"the {len(sweep)} values of {param} give the same {spec} on {on} (within the mean's resolution "
+                f"{step:.4g}): the sweep cannot tell them apart, so none is best and no run was recorded; "
+                f"sweep values that change the rankings" + (" (the default grid comes from the BM25 scores seen)"
+                                                             if param == "floor" else ""))
+        return TuneResult(param=param, retriever=retriever, metric=str(spec), sweep=sweep, best=None,
+                          forced=not held_out, resolution=step, tied=tied, note=note, report=None)
+    note = (f"{param} = {', '.join(map(str, tied))} tie for the best {spec} on {on} (within the mean's resolution "
+            f"{step:.4g}): the first listed is taken, a coin flip between them") if len(tied) > 1 else None
     original = harness_config(db)
     chosen = {**base, "split": report_split}
     if param == "knn_ef":
@@ -134,7 +162,7 @@ def tune(
     else:
         chosen[param] = best
     tuning = {"param": param, "values": values, "metric": str(spec), "retriever": retriever,
-              "sweep": sweep, "best": best, "forced": not held_out, "tuned_on": tune_split or "all"}
+              "sweep": sweep, "best": best, "tied": tied, "forced": not held_out, "tuned_on": tune_split or "all"}
     try:
         report = evaluate(
             db, ks=sorted(set(ks or []) | {spec.k}), retrievers=[retriever],
@@ -146,7 +174,7 @@ def tune(
         if param == "knn_ef" and original is not None:
             import_harness(db, original)
     return TuneResult(param=param, retriever=retriever, metric=str(spec), sweep=sweep, best=best,
-                      forced=not held_out, report=report)
+                      forced=not held_out, resolution=step, tied=tied, note=note, report=report)
 
 
 def _set_ef(db: Database, config: HarnessConfig | None, ef: int) -> None:
@@ -159,7 +187,7 @@ def _sweep(db: Database, param: str, values: list[Any], spec, retriever: str, gi
     if param != "knn_ef":
         return db.value(
             "RETURN fn::tune_sweep($param, $values, $metric, $k, $retriever, $given)",
-            {"param": param, "values": values, "metric": spec.name, "k": spec.k, "retriever": retriever, "given": given},
+            {"param": param, "values": values or [], "metric": spec.name, "k": spec.k, "retriever": retriever, "given": given},
         )
     original = harness_config(db)
     rows = []
