@@ -135,7 +135,8 @@ def tune(
             f"no held-out split (dev {sizes.get('dev', 0)}, test {sizes.get('test', 0)} questions): tuning and "
             "reporting on the same questions overfits; run `surreal-eval split` first, or pass --force"
         )
-    check_values(param, list(values))
+    if values:
+        check_values(param, list(values))
     base = {k: v for k, v in (params or {}).items() if v is not None}
     tune_split, report_split = ("dev", "test") if held_out else (None, None)
     sweep = _sweep(db, param, values, spec, retriever, {**base, "split": tune_split})
