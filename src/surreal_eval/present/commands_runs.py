@@ -121,19 +121,31 @@ def diagnose(
 
 
 def _write_lines(lines, output: Optional[Path]) -> int:
+    """Write `lines` to stdout, or to `output` all or nothing: into a temporary file beside it, renamed
+    over it once every line is written, and removed if anything fails (no partial file is left)."""
+    import os
+    import tempfile
+
     count = 0
     if output is None:
         for line in lines:  # color=True: never strip what looks like ANSI codes, ids may hold them verbatim
             typer.echo(line, color=True)
             count += 1
         return count
+    temporary = None
     try:
-        with output.open("w", encoding="utf-8") as handle:
+        fd, temporary = tempfile.mkstemp(prefix=f".{output.name}.", suffix=".part", dir=output.parent)
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
             for line in lines:
                 handle.write(line + "\n")
                 count += 1
+        os.replace(temporary, output)
+        temporary = None
     except OSError as error:
         raise InputError(f"cannot write: {error.strerror}", source=str(output)) from None
+    finally:
+        if temporary is not None:
+            os.unlink(temporary)
     return count
 
 
@@ -142,7 +154,7 @@ OutputOpt = Annotated[Optional[Path], typer.Option("--output", "-o", help="Write
 
 @export_app.command("run")
 def export_run(
-    run: Annotated[str, typer.Argument(help="Run id, e.g. eval_run:abc or abc (see `surreal-eval history`).")],
+    run: Annotated[str, typer.Argument(help="Run: eval_run:ID, ID, latest or previous (see `surreal-eval history`).")],
     fmt: Annotated[str, typer.Option("--format", help="Output format (trec).")] = "trec",
     retriever: Annotated[Optional[list[str]], typer.Option(help="Only these retrievers (default: all in the run).")] = None,
     scores: Annotated[str, typer.Option(help="rank: strictly decreasing scores that keep this run's order; raw: the retrievers' own scores.")] = "rank",
