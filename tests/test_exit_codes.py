@@ -123,3 +123,18 @@ def test_no_command_ever_exits_with_an_undocumented_code_or_a_panic(tmp_path):
     for name, code, stderr in results:
         assert "panicked" not in stderr and code in EXIT_CODES, (name, code, stderr[-500:])
         assert code == (2 if name == "diagnose" and "nosuch" in stderr else 0), (name, code, stderr[-300:])
+
+
+def test_init_on_an_unchanged_store_applies_nothing_but_a_changed_config_applies_again(tmp_path, capfd):
+    url = demo_store(tmp_path / "store")
+    capfd.readouterr()
+    assert run_cli(["--url", url, "init"]) == 0
+    assert "up to date" in capfd.readouterr().out
+    assert run_cli(["--url", url, "init", "--knn-ef", "50"]) == 0
+    said = capfd.readouterr().out
+    assert "imported" in said and "retrievers" in said
+    db = connect(Settings(url=url))
+    try:
+        assert db.value("SELECT VALUE knn_ef FROM ONLY harness_config:current") == 50
+    finally:
+        db.close()

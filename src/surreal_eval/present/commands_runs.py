@@ -3,20 +3,15 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
 from ..errors import ConfigError, InputError
 from ..grammar import parse_ks, parse_metric, parse_weights
-from ..load.ingest import STALE_LOAD, recover_loads
-from ..runs.demo import run_demo
-from ..runs.diagnose import diagnose as diagnose_question
-from ..runs.evaluate import evaluate as run_evaluation
-from ..runs.history import history as read_history
-from ..store.connection import Database
-from ..store.schema import DEMO_DIMENSION, HarnessConfig, harness_config, import_harness, import_seed
-from . import run_tables as display
+
+if TYPE_CHECKING:
+    from ..store.connection import Database
 from .app import JsonOpt, app, err, export_app, fail, out, run, state, table_name, with_db
 from .progress import Progress
 
@@ -24,6 +19,9 @@ from .progress import Progress
 @app.command()
 def demo(as_json: JsonOpt = False) -> None:
     """Run the lesson's demo in a throwaway in-memory store and print what it shows."""
+    from . import run_tables as display
+    from ..runs.demo import run_demo
+
     report = run(lambda: run_demo())
     if as_json:
         out.print_json(report.model_dump_json(exclude_none=False))
@@ -39,6 +37,9 @@ def init(
     knn_ef: Annotated[int, typer.Option(help="HNSW search width (ef) of the vector retriever.")] = 100,
 ) -> None:
     """Import the harness's SurrealQL into the database (again is harmless); undo a killed load."""
+    from ..load.ingest import STALE_LOAD, recover_loads
+    from ..store.schema import DEMO_DIMENSION, HarnessConfig, harness_config, import_harness, import_seed
+
     undone: list[str] = []
 
     def action(db: Database) -> list[str]:
@@ -46,7 +47,7 @@ def init(
         undone.extend(recover_loads(db, stale_after=None if db.settings.is_embedded else STALE_LOAD))
         existing = harness_config(db)
         dim = dimension or (DEMO_DIMENSION if demo_seed else existing.dimension if existing else 384)
-        applied = import_harness(db, HarnessConfig(dimension=dim, knn_depth=knn_depth, knn_ef=knn_ef))
+        applied = import_harness(db, HarnessConfig(dimension=dim, knn_depth=knn_depth, knn_ef=knn_ef), skip_unchanged=True)
         if demo_seed:
             import_seed(db)
         return applied
@@ -54,7 +55,8 @@ def init(
     applied = with_db(action)
     if undone:
         out.print(f"undid the unfinished load into {' and '.join(undone)}")
-    out.print(f"imported {', '.join(applied)}{' and the demo seed' if demo_seed else ''} into {state.settings.describe()}")
+    what = f"imported {', '.join(applied)}" if applied else "the harness is up to date (every script's checksum matches)"
+    out.print(f"{what}{' and the demo seed' if demo_seed else ''} into {state.settings.describe()}")
 
 
 @app.command()
@@ -73,6 +75,9 @@ def evaluate(
     as_json: JsonOpt = False,
 ) -> None:
     """Evaluate the golden set, record the run in history and print its means."""
+    from . import run_tables as display
+    from ..runs.evaluate import evaluate as run_evaluation
+
     ks = run(lambda: parse_ks(k))
     params = {"corpus": table_name(corpus, "--corpus table"), "floor": floor, "rrf_k": rrf_k, "depth": depth, "norm": norm,
               "split": split,
@@ -97,6 +102,9 @@ def history(
     as_json: JsonOpt = False,
 ) -> None:
     """Print the run trend: one line per finished run."""
+    from . import run_tables as display
+    from ..runs.history import history as read_history
+
     name, at = (metric, None) if "@" not in metric else tuple(run(lambda: parse_metric(metric)))
     if "@" not in metric:
         run(lambda: parse_metric(f"{metric}@1"))
@@ -115,6 +123,9 @@ def diagnose(
     floor: Annotated[Optional[float], typer.Option(help="BM25 floor of the floored hybrid.")] = None,
 ) -> None:
     """Show a question's labelled articles beside each retriever's top k, with scores."""
+    from ..runs.diagnose import diagnose as diagnose_question
+    from . import run_tables as display
+
     corpus = table_name(corpus, "--corpus table")
     found = with_db(lambda db: diagnose_question(db, question, k=k, params={"corpus": corpus, "floor": floor}))
     display.show_diagnosis(out, found)
@@ -226,6 +237,8 @@ def tune(
     as_json: JsonOpt = False,
 ) -> None:
     """Sweep a parameter on the dev split, pick the best by a metric, report it on the test split."""
+    from . import run_tables as display
+
     from ..runs.tune import parse_values, tune as run_tune
 
     candidates = run(lambda: parse_values(param, values))
