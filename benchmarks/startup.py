@@ -22,8 +22,10 @@ def timed(args: list[str], runs: int) -> float:
     times = []
     for _ in range(runs):
         start = time.perf_counter()
-        subprocess.run([sys.executable, "-m", "surreal_eval", *args], check=True,
-                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env={**os.environ, "PYTHONWARNINGS": "ignore"})
+        done = subprocess.run([sys.executable, "-m", "surreal_eval", *args], stdout=subprocess.DEVNULL,
+                              stderr=subprocess.PIPE, text=True, env={**os.environ, "PYTHONWARNINGS": "ignore"})
+        if done.returncode != 0:
+            raise SystemExit(f"{' '.join(args)} exited {done.returncode}: {done.stderr[-2000:]}")
         times.append(time.perf_counter() - start)
     return statistics.median(times)
 
