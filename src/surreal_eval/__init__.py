@@ -1,16 +1,14 @@
-"""surreal-eval: retrieval evaluation that lives inside SurrealDB."""
+"""surreal-eval: retrieval evaluation that lives inside SurrealDB.
 
-from .store.connection import Database
-from .store.opening import connect, connected
-from .runs.demo import run_demo
-from .runs.diagnose import diagnose
-from .load.embedders import (
-    Embedder,
-    OpenAIEmbedder,
-    embedder_from_env,
-    embedder_from_spec,
-)
-from .load.embedder_local import SentenceTransformerEmbedder
+The names below are imported when first used (PEP 562), so `import surreal_eval` and the CLI's
+start stay fast: numpy, scipy and the SDK load only for what needs them.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
 from .errors import (
     AuthenticationFailed,
     ConfigError,
@@ -19,38 +17,92 @@ from .errors import (
     InputError,
     NotComparable,
     NotFound,
+    PermissionDenied,
     QueryFailed,
     Rejected,
     StoreBusy,
     SurrealEvalError,
 )
-from .analysis.compare import Comparison, RetrieverComparison, compare_reports, compare_retrievers, compare_runs
-from .runs.evaluate import evaluate
-from .runs.record import load_run, resolve_run
-from .analysis.gate import GateResult, gate
-from .present.junit import write_junit
-from .load.records import add_articles, add_questions, delete_article
-from .store.schema import HarnessConfig, import_harness, import_seed
-from .load.bulk import DatasetReport, LoadReport, load_beir, load_corpus, load_dataset, load_golden, recover_loads
-from .load.readers import read_beir, read_documents, read_qrels, read_questions
-from .runs.history import history
-from .present.html import write_report
-from .analysis.slices import Slice, slices
-from .grammar import METRICS, parse_ks, parse_metric
-from .store.registry import HARNESS_RETRIEVERS as RETRIEVERS, Retriever, registry
-from .models import Article, Question, RunReport, RunSummary
-from .store.settings import Settings
-from .stats import (
-    SMALL_SAMPLE,
-    Interval,
-    PairedComparison,
-    confidence_interval,
-    confidence_intervals,
-    paired_test,
-    question_scores,
-    resolution,
-    sample_warning,
-)
+
+#: Public name -> the module that defines it.
+_LAZY = {
+    "Database": ".store.connection",
+    "connect": ".store.opening",
+    "connected": ".store.opening",
+    "run_demo": ".runs.demo",
+    "diagnose": ".runs.diagnose",
+    "Embedder": ".load.embedders",
+    "OpenAIEmbedder": ".load.embedders",
+    "embedder_from_env": ".load.embedders",
+    "embedder_from_spec": ".load.embedders",
+    "SentenceTransformerEmbedder": ".load.embedder_local",
+    "Comparison": ".analysis.compare",
+    "RetrieverComparison": ".analysis.compare",
+    "compare_reports": ".analysis.compare",
+    "compare_retrievers": ".analysis.compare",
+    "compare_runs": ".analysis.compare",
+    "evaluate": ".runs.evaluate",
+    "load_run": ".runs.record",
+    "resolve_run": ".runs.record",
+    "GateResult": ".analysis.gate",
+    "gate": ".analysis.gate",
+    "write_junit": ".present.junit",
+    "add_articles": ".load.records",
+    "add_questions": ".load.records",
+    "delete_article": ".load.records",
+    "HarnessConfig": ".store.schema",
+    "import_harness": ".store.schema",
+    "import_seed": ".store.schema",
+    "DatasetReport": ".load.bulk",
+    "LoadReport": ".load.bulk",
+    "load_beir": ".load.bulk",
+    "load_corpus": ".load.bulk",
+    "load_dataset": ".load.bulk",
+    "load_golden": ".load.bulk",
+    "recover_loads": ".load.bulk",
+    "read_beir": ".load.readers",
+    "read_documents": ".load.readers",
+    "read_qrels": ".load.readers",
+    "read_questions": ".load.readers",
+    "history": ".runs.history",
+    "write_report": ".present.html",
+    "Slice": ".analysis.slices",
+    "slices": ".analysis.slices",
+    "METRICS": ".grammar",
+    "RETRIEVERS": ".store.registry:HARNESS_RETRIEVERS",
+    "Retriever": ".store.registry",
+    "registry": ".store.registry",
+    "parse_ks": ".grammar",
+    "parse_metric": ".grammar",
+    "Article": ".models",
+    "Question": ".models",
+    "RunReport": ".models",
+    "RunSummary": ".models",
+    "Settings": ".store.settings",
+    "SMALL_SAMPLE": ".stats",
+    "Interval": ".stats",
+    "PairedComparison": ".stats",
+    "confidence_interval": ".stats",
+    "confidence_intervals": ".stats",
+    "paired_test": ".stats",
+    "question_scores": ".stats",
+    "resolution": ".stats",
+    "sample_warning": ".stats",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'surreal_eval' has no attribute {name!r}")
+    module, _, attribute = module.partition(":")
+    value = getattr(importlib.import_module(module, __name__), attribute or name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))
 
 __version__ = "0.1.0"
 
@@ -72,6 +124,7 @@ __all__ = [
     "METRICS",
     "NotComparable",
     "NotFound",
+    "PermissionDenied",
     "OpenAIEmbedder",
     "PairedComparison",
     "QueryFailed",

@@ -1,3 +1,3 @@
-from .present.cli import app
+from .present.cli import main
 
-app(prog_name="surreal-eval")
+main()

@@ -1,6 +1,6 @@
 """The package's one exception tree. Every error names what is wrong and where.
 
-    SurrealEvalError                 base: the CLI prints str(error) on one line, exits 1
+    SurrealEvalError                 base: the CLI prints str(error) on one line, exits 3
     ├── ConfigError                  a setting or argument is invalid (bad k, identifier, dimension)
     ├── ConnectionFailed             the database cannot be reached or opened          (exit 3)
     │   ├── AuthenticationFailed     the server refused the credentials
@@ -9,8 +9,11 @@
     ├── Rejected                     the database refused a write (a constraint or reference)
     ├── NotFound                     a question, article or run that does not exist
     ├── NotComparable                two runs that must not be compared (different golden sets) (exit 2)
-    ├── QueryFailed                  any other SurrealQL error, with the engine's message
-    └── EmbeddingFailed              an embedder could not turn texts into vectors       (exit 4)
+    ├── QueryFailed                  any other SurrealQL error, with the engine's message (exit 3)
+    ├── EmbeddingFailed              an embedder could not turn texts into vectors       (exit 4)
+    └── PermissionDenied             the signed-in user may not do this (an evaluator)  (exit 5)
+
+Exit 1 is kept for "the gate regressed"; no error exits 1.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ __all__ = [
     "NotComparable",
     "QueryFailed",
     "EmbeddingFailed",
+    "PermissionDenied",
 ]
 
 
@@ -41,7 +45,7 @@ def one_line(text: str) -> str:
 class SurrealEvalError(Exception):
     """Base of every error this package raises on purpose; its message is always one printable line."""
 
-    exit_code = 1
+    exit_code = 3
 
     def __init__(self, message: str = "", *args: object) -> None:
         super().__init__(one_line(str(message)), *args)
@@ -100,7 +104,15 @@ class NotComparable(SurrealEvalError):
 
 
 class QueryFailed(SurrealEvalError):
-    """A SurrealQL statement failed for a reason not covered above."""
+    """A SurrealQL statement failed for a reason not covered above (a store problem: exit 3)."""
+
+    exit_code = 3
+
+
+class PermissionDenied(SurrealEvalError):
+    """The signed-in user is not allowed to do this (an evaluator defining, loading or granting)."""
+
+    exit_code = 5
 
 
 class EmbeddingFailed(SurrealEvalError):

@@ -19,13 +19,14 @@ from collections.abc import Sequence
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict
-from scipy import stats as scipy_stats
 
 from .errors import ConfigError, InputError, NotFound
 from .grammar import METRICS, MetricSpec, parse_metric
 from .models import RunReport
 
 __all__ = [
+    "format_p",
+    "p_phrase",
     "SMALL_SAMPLE",
     "Interval",
     "PairedComparison",
@@ -130,7 +131,7 @@ def confidence_interval(
     mean = float(np.mean(array))
     if np.all(array == array[0]):
         return Interval(mean=mean, low=mean, high=mean, level=level, n=n)
-    result = scipy_stats.bootstrap(
+    result = _scipy_stats().bootstrap(
         (array,),
         _mean,
         vectorized=True,
@@ -222,7 +223,7 @@ def paired_test(
     if m < 2:  # no difference, or one: its two patterns (+d, -d) each hold a tail of 1/2 or more
         p_value, exact = 1.0, True
     else:
-        result = scipy_stats.permutation_test(
+        result = _scipy_stats().permutation_test(
             (first[differ], second[differ]),
             _mean_difference,
             permutation_type="samples",
@@ -352,3 +353,30 @@ def question_scores(report: RunReport, retriever: str, metric: str) -> dict[str,
     if not scores:
         raise NotFound(f"run {report.run} has no per-question {spec} for retriever {retriever!r}")
     return dict(sorted(scores.items()))
+
+
+def _scipy_stats():
+    """scipy.stats, imported when a test or an interval is first computed (it costs ~1 s to import)."""
+    from scipy import stats
+
+    return stats
+
+
+def format_p(p: float, alpha: float = 0.05, *, digits: int = 4) -> str:
+    """`p` printed with `digits` decimals, or more where fewer would round it onto the other side of
+    (or onto) `alpha`: the printed value compares with alpha as the exact value does (0.049995
+    prints as 0.049995, not 0.0500). Below 10**-digits, `< 0.0001`."""
+    if p < 10 ** -digits and alpha >= 10 ** -digits:
+        return f"< {10 ** -digits:.{digits}f}"
+    for places in range(digits, 18):
+        text = f"{p:.{places}f}"
+        shown = float(text)
+        if (shown < alpha) == (p < alpha) and (shown == alpha) == (p == alpha):
+            return text
+    return repr(p)
+
+
+def p_phrase(p: float, alpha: float = 0.05) -> str:
+    """`p = 0.0123`, or `p < 0.0001`: format_p in a sentence."""
+    text = format_p(p, alpha)
+    return f"p {text}" if text.startswith("<") else f"p = {text}"

@@ -33,6 +33,7 @@ from .compare import Change, QuestionDelta, compare_reports
 from ..store.connection import Database, record_str, to_record
 from ..errors import ConfigError, NotComparable
 from ..grammar import parse_metric
+from ..stats import p_phrase
 
 __all__ = ["GateCheck", "GateResult", "gate"]
 
@@ -98,9 +99,9 @@ def _verdict(drop: float, p_value: float, differing: int, *, metric: str, max_dr
         )
         return True, (
             f"{metric} fell {drop:.4f} (more than the allowed {max_drop:g}) but the drop is not significant: "
-            f"p = {p_value:.4f} >= {alpha:g}{hint}"
+            f"{p_phrase(p_value, alpha)} >= {alpha:g}{hint}"
         )
-    return False, f"{metric} fell {drop:.4f} (more than the allowed {max_drop:g}) and the drop is significant: p = {p_value:.4f} < {alpha:g}"
+    return False, f"{metric} fell {drop:.4f} (more than the allowed {max_drop:g}) and the drop is significant: {p_phrase(p_value, alpha)} < {alpha:g}"
 
 
 def _metric_list(metric: str | Iterable[str]) -> list[str]:

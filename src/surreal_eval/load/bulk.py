@@ -50,6 +50,7 @@ from ..store.schema import DOCUMENTS, HARNESS_SCRIPTS, corpus_tables, identifier
 from .duplicates import OnDuplicate
 from .embedding import Embedder
 from .move import Move, move_all
+from .rows import DEFAULT_BATCH_SIZE
 from .staging import Load, Problems, Progress, stage_documents, stage_questions
 
 log = logging.getLogger(__name__)
@@ -69,8 +70,6 @@ __all__ = [
     "staging_tables",
 ]
 
-#: Rows per INSERT into the staging table (measured on CISI, 384-d: 100 to 500 are equally fast).
-DEFAULT_BATCH_SIZE = 250
 QUESTIONS = "question"
 #: Tables of the harness that are not corpus tables.
 _NOT_CORPUS = {QUESTIONS, "eval_run", "eval_ranking", "eval_result", "harness_config", "harness_script", "corpus_table"}

@@ -14,6 +14,9 @@ from pydantic import BaseModel, ValidationError
 from ..errors import InputError
 from ..models import MAX_NESTING, Article, Question
 
+#: Rows per INSERT into the staging table (measured on CISI, 384-d: 100 to 500 are equally fast).
+DEFAULT_BATCH_SIZE = 250
+
 __all__ = ["Row", "iter_documents_jsonl", "iter_documents_csv", "iter_questions_jsonl", "iter_questions_csv"]
 
 M = TypeVar("M", bound=BaseModel)

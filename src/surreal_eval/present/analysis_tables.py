@@ -9,6 +9,7 @@ from rich.table import Table
 from ..analysis.compare import Comparison, PairedDelta, RetrieverComparison
 from ..analysis.gate import GateResult
 from ..analysis.slices import Slice
+from ..stats import format_p
 
 __all__ = ["show_comparison", "show_retriever_comparison", "show_gate", "show_slices"]
 
@@ -38,7 +39,7 @@ def _delta_table(title: str, first: str, rows: list[tuple[str, PairedDelta]], a:
     for column in (first, "metric", a, b, "difference [95% CI]", "p", "fixed", "broken"):
         table.add_column(column, justify="left" if column in (first, "metric") else "right")
     for name, row in rows:
-        p = f"{row.p_value:.4f}" + ("" if row.exact else "~")
+        p = format_p(row.p_value) + ("" if row.exact else "~")
         table.add_row(
             name, row.metric, f"{row.mean_a:.3f}", f"{row.mean_b:.3f}",
             f"{row.difference:+.3f} [{row.low:+.3f}, {row.high:+.3f}]" + (" tied" if row.tied else ""), p,
@@ -113,7 +114,7 @@ def show_gate(console: Console, result: GateResult) -> None:
         verdict = "[green]pass[/green]" if check.passed else "[bold red]FAIL[/bold red]"
         table.add_row(
             check.retriever, check.metric, f"{check.baseline:.3f}", f"{check.candidate:.3f}",
-            f"{check.drop:+.3f}", f"{check.p_value:.4f}", str(check.n), verdict,
+            f"{check.drop:+.3f}", format_p(check.p_value, result.alpha), str(check.n), verdict,
         )
     console.print(table)
     for check in result.checks:

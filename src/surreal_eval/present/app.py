@@ -5,19 +5,56 @@ from __future__ import annotations
 
 import logging
 import sys
-from typing import Annotated, Callable, NoReturn, Optional, TypeVar
+from typing import TYPE_CHECKING, Annotated, Callable, NoReturn, Optional, TypeVar
 
 import typer
-from pydantic import SecretStr
 from rich.console import Console
+from typer.core import TyperGroup
 
 from ..errors import SurrealEvalError
-from ..store.connection import Database
-from ..store.opening import connect
-from ..store.schema import identifier
 from ..store.settings import DEFAULT_URL, Settings
 
+if TYPE_CHECKING:
+    from ..store.connection import Database
+
+#: The global options that take a value, and the one flag: accepted before or after the command name.
+GLOBAL_VALUED = ("--url", "--ns", "--db", "--user", "--pass", "--access")
+GLOBAL_FLAGS = ("--debug",)
+
+
+def hoist_global_options(args: list[str]) -> list[str]:
+    """`args` with the global options (wherever they stand, up to a `--`) moved before the command."""
+    hoisted: list[str] = []
+    rest: list[str] = []
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        if arg == "--":
+            rest.extend(args[i:])
+            break
+        name = arg.split("=", 1)[0]
+        if arg in GLOBAL_FLAGS:
+            hoisted.append(arg)
+        elif name in GLOBAL_VALUED and "=" in arg:
+            hoisted.append(arg)
+        elif arg in GLOBAL_VALUED and i + 1 < len(args):
+            hoisted.extend(args[i:i + 2])
+            i += 1
+        else:
+            rest.append(arg)
+        i += 1
+    return hoisted + rest
+
+
+class GlobalOptionsGroup(TyperGroup):
+    """The top-level group: the connection flags and --debug may follow the command name too."""
+
+    def parse_args(self, ctx, args):  # type: ignore[no-untyped-def]
+        return super().parse_args(ctx, hoist_global_options(list(args)))
+
+
 app = typer.Typer(
+    cls=GlobalOptionsGroup,
     help="Retrieval evaluation that lives inside SurrealDB.",
     no_args_is_help=True,
     add_completion=False,
@@ -48,7 +85,8 @@ def plain(console: Console, *objects: object, **options: object) -> None:
 
 
 def fail(error: SurrealEvalError) -> NoReturn:
-    """Print `error` as one line on stderr and exit with its code (re-raise it with --debug)."""
+    """Print `error` as one line on stderr and exit with its code (re-raise it with --debug: the
+    entry point prints the traceback and exits with the same code)."""
     if state.debug:
         raise error
     err.print(f"error: {error}", markup=False, emoji=False)
@@ -65,10 +103,14 @@ def checked(action: Callable[[], T]) -> T:
 
 def table_name(name: Optional[str], what: str) -> Optional[str]:
     """A table name given on the command line, refused unless it is an identifier (None passes)."""
+    from ..store.schema import identifier
+
     return None if name is None else checked(lambda: identifier(name, what=what))
 
 
 def with_db(action: Callable[[Database], T]) -> T:
+    from ..store.opening import connect
+
     def call() -> T:
         db = connect(state.settings)
         try:
@@ -89,7 +131,9 @@ def main(
     access: Annotated[Optional[str], typer.Option(envvar="SURREAL_EVAL_ACCESS", help="Sign in through this record access (evaluator) as --user.")] = None,
     debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks and debug logging.")] = False,
 ) -> None:
-    """Retrieval evaluation that lives inside SurrealDB."""
+    """Retrieval evaluation that lives inside SurrealDB. These options may also follow the command name."""
+    from pydantic import SecretStr
+
     state.settings = Settings(
         url=url, namespace=ns, database=db, user=user or None,
         password=SecretStr(password) if password else None, access=access or None,

@@ -1,13 +1,95 @@
-"""The `surreal-eval` command: the app with every command registered, in the order `--help` lists them."""
+"""The `surreal-eval` command: the app with every command registered, in the order `--help` lists them,
+and the entry point that turns every ending into a documented exit code."""
 
 from __future__ import annotations
 
-from . import commands_analysis, commands_load, commands_runs  # noqa: F401 - registering is importing
-from .app import app
+import logging
+import os
+import sys
+import traceback
+from typing import NoReturn, Sequence
 
-__all__ = ["app"]
+import typer
+from typer._click import ClickException  # typer vendors click: its usage errors are these
+
+from . import commands_analysis, commands_load, commands_runs  # noqa: F401 - registering is importing
+from ..errors import SurrealEvalError
+from .app import app, err
+
+__all__ = ["app", "main", "run_cli", "EXIT_CODES"]
 
 #: The order `surreal-eval --help` lists the commands in (the groups, load and export, follow).
 ORDER = ("demo", "init", "evaluate", "history", "retrievers", "diagnose", "chunk", "watch", "split", "tune", "grant",
          "compare", "gate", "report", "slices")
 app.registered_commands.sort(key=lambda info: ORDER.index(info.callback.__name__))
+
+#: Every code the process exits with (the README's "Exit codes" table).
+EXIT_CODES = {
+    0: "done",
+    1: "the gate regressed",
+    2: "bad input: an option, argument, file, row or id",
+    3: "connection or store: unreachable, refused credentials, busy store, a failed query",
+    4: "an embedder failed",
+    5: "permission denied: the signed-in user may not do this",
+    70: "internal error (a bug: the traceback is printed)",
+    130: "interrupted (Ctrl-C)",
+}
+INTERNAL = 70
+
+
+def _close_connections() -> None:
+    connection = sys.modules.get("surreal_eval.store.connection")
+    if connection is not None:
+        connection._close_open_databases()
+
+
+def run_cli(argv: Sequence[str] | None = None) -> int:
+    """Run the command line `argv` (default sys.argv[1:]); its exit code, always one of EXIT_CODES.
+    Every connection is closed before it returns."""
+    try:
+        try:
+            code = app(args=list(argv) if argv is not None else None, prog_name="surreal-eval", standalone_mode=False)
+        finally:
+            _close_connections()
+    except SurrealEvalError as error:  # re-raised by --debug: the traceback, then the same code as without it
+        traceback.print_exc()
+        err.print(f"error: {error}", markup=False)
+        return error.exit_code
+    except typer.Abort:  # a prompt met the end of its input
+        err.print("error: aborted: no input where a prompt needed one", markup=False)
+        return 2
+    except ClickException as error:  # usage errors: shown as typer shows them
+        try:
+            from typer import rich_utils
+
+            rich_utils.rich_format_error(error)
+        except ImportError:  # pragma: no cover - typer without rich
+            error.show()
+        return 2
+    except SystemExit as error:  # typer's broken-pipe handling (`| head`) exits 1: the reader closed it
+        return 0 if error.code in (None, 0, 1) else (error.code if error.code in EXIT_CODES else INTERNAL)
+    except KeyboardInterrupt:
+        return 130
+    except BaseException:  # noqa: BLE001 - a bug: show it, and exit with its own code
+        traceback.print_exc()
+        return INTERNAL
+    if code is None or code is True:
+        return 0
+    return code if isinstance(code, int) and code in EXIT_CODES else INTERNAL
+
+
+def main() -> NoReturn:
+    """The console script: run the command, flush, and end the process with `os._exit`.
+
+    The embedded SurrealDB engine can abort the interpreter while it finalizes (exit 134, a tokio
+    panic; `scripts/sdk_exit_panic.py` shows it without this package), so once the command is done
+    and every connection closed, the process ends without finalizing.
+    """
+    code = run_cli()
+    logging.shutdown()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):  # a closed pipe: nothing more can be said
+            pass
+    os._exit(code)

@@ -4,17 +4,15 @@ from __future__ import annotations
 
 from enum import Enum
 from pathlib import Path
-from typing import Annotated, Callable, Optional, TypeVar
+from typing import TYPE_CHECKING, Annotated, Callable, Optional, TypeVar
 
 import typer
 
 from ..errors import ConfigError
-from ..load.bulk import DEFAULT_BATCH_SIZE
-from ..load.bulk import load_beir as ingest_beir
-from ..load.bulk import load_corpus as ingest_corpus
-from ..load.bulk import load_golden as ingest_golden
-from ..load.readers import read_documents, read_questions
-from ..store.connection import Database
+from ..load.rows import DEFAULT_BATCH_SIZE
+
+if TYPE_CHECKING:
+    from ..store.connection import Database
 from .app import app, checked, err, fail, load_app, out, plain, table_name, with_db
 from .progress import Progress
 
@@ -109,6 +107,9 @@ def load_corpus(
 
     Imports the harness first if the database has none, with the dimension of the data's embeddings.
     """
+    from ..load.bulk import load_corpus as ingest_corpus
+    from ..load.readers import read_documents
+
     table_name(table, "--table")
     model = _embedder(embedder)
     report = _load(lambda db, progress: ingest_corpus(
@@ -130,6 +131,9 @@ def load_golden(
     on_duplicate: DuplicateOpt = OnDuplicate.refuse,
 ) -> None:
     """Load golden-set questions (all or none, upsert by id); their labels must name stored articles."""
+    from ..load.bulk import load_golden as ingest_golden
+    from ..load.readers import read_questions
+
     model = _embedder(embedder)
     report = _load(lambda db, progress: ingest_golden(
         db, read_questions(path, format=fmt.value, split=split, queries=queries), embedder=model,
@@ -152,6 +156,8 @@ def load_beir(
     Queries with no judgment in the split are skipped and counted. Imports the harness first if the
     database has none, with the dimension of the data's embeddings.
     """
+    from ..load.bulk import load_beir as ingest_beir
+
     model = _embedder(embedder)
     report = _load(lambda db, progress: ingest_beir(
         db, folder, split=split, embedder=model, batch_size=batch_size, progress=progress, create_harness=True,

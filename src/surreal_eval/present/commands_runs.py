@@ -3,20 +3,15 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
 from ..errors import ConfigError, InputError, Rejected
 from ..grammar import check_number, parse_ks, parse_metric, parse_weights
-from ..load.bulk import STALE_LOAD, recover_loads
-from ..runs.demo import run_demo
-from ..runs.diagnose import diagnose as diagnose_question
-from ..runs.evaluate import evaluate as run_evaluation
-from ..runs.history import history as read_history
-from ..store.connection import Database
-from ..store.schema import DEMO_DIMENSION, checked_config, harness_config, import_harness, import_seed
-from . import run_tables as display
+
+if TYPE_CHECKING:
+    from ..store.connection import Database
 from .app import JsonOpt, app, checked, err, export_app, fail, out, plain, state, table_name, with_db
 from .progress import Progress
 
@@ -24,6 +19,9 @@ from .progress import Progress
 @app.command()
 def demo(as_json: JsonOpt = False) -> None:
     """Run the lesson's demo in a throwaway in-memory store and print what it shows."""
+    from . import run_tables as display
+    from ..runs.demo import run_demo
+
     report = checked(lambda: run_demo())
     if as_json:
         out.print_json(report.model_dump_json(exclude_none=False))
@@ -39,6 +37,9 @@ def init(
     knn_ef: Annotated[int, typer.Option(help="HNSW search width (ef) of the vector retriever.")] = 100,
 ) -> None:
     """Import the harness's SurrealQL into the database (again is harmless); undo a killed load."""
+    from ..load.bulk import STALE_LOAD, recover_loads
+    from ..store.schema import DEMO_DIMENSION, checked_config, harness_config, import_harness, import_seed
+
     undone: list[str] = []
 
     def action(db: Database) -> list[str]:
@@ -47,7 +48,7 @@ def init(
         existing = harness_config(db)
         dim = dimension if dimension is not None else (
             DEMO_DIMENSION if demo_seed else existing.dimension if existing else 384)
-        applied = import_harness(db, checked_config(dimension=dim, knn_depth=knn_depth, knn_ef=knn_ef))
+        applied = import_harness(db, checked_config(dimension=dim, knn_depth=knn_depth, knn_ef=knn_ef), skip_unchanged=True)
         if demo_seed:
             import_seed(db)
         return applied
@@ -55,7 +56,8 @@ def init(
     applied = with_db(action)
     if undone:
         plain(out, f"undid the unfinished load into {' and '.join(undone)}")
-    plain(out, f"imported {', '.join(applied)}{' and the demo seed' if demo_seed else ''} into {state.settings.describe()}")
+    what = f"imported {', '.join(applied)}" if applied else "the harness is up to date (every script's checksum matches)"
+    plain(out, f"{what}{' and the demo seed' if demo_seed else ''} into {state.settings.describe()}")
 
 
 @app.command()
@@ -74,6 +76,9 @@ def evaluate(
     as_json: JsonOpt = False,
 ) -> None:
     """Evaluate the golden set, record the run in history and print its means."""
+    from . import run_tables as display
+    from ..runs.evaluate import evaluate as run_evaluation
+
     ks = checked(lambda: parse_ks(k))
     params = {"corpus": table_name(corpus, "--corpus table"), "floor": floor, "rrf_k": rrf_k, "depth": depth, "norm": norm,
               "split": split,
@@ -98,6 +103,9 @@ def history(
     as_json: JsonOpt = False,
 ) -> None:
     """Print the run trend: one line per finished run."""
+    from . import run_tables as display
+    from ..runs.history import history as read_history
+
     if limit is not None:
         checked(lambda: check_number("limit", limit))
     name, at = (metric, None) if "@" not in metric else tuple(checked(lambda: parse_metric(metric)))
@@ -114,6 +122,7 @@ def history(
 def retrievers(as_json: JsonOpt = False) -> None:
     """List the registry of retrievers: the candidate lists each fuses, how, and which run by default."""
     from ..store.registry import registry
+    from . import run_tables as display
 
     rows = with_db(registry)
     if as_json:
@@ -130,25 +139,40 @@ def diagnose(
     floor: Annotated[Optional[float], typer.Option(help="BM25 floor of the floored hybrid.")] = None,
 ) -> None:
     """Show a question's labelled articles beside each retriever's top k, with scores."""
+    from ..runs.diagnose import diagnose as diagnose_question
+    from . import run_tables as display
+
     corpus = table_name(corpus, "--corpus table")
     found = with_db(lambda db: diagnose_question(db, question, k=k, params={"corpus": corpus, "floor": floor}))
     display.show_diagnosis(out, found)
 
 
 def _write_lines(lines, output: Optional[Path]) -> int:
+    """Write `lines` to stdout, or to `output` all or nothing: into a temporary file beside it, renamed
+    over it once every line is written, and removed if anything fails (no partial file is left)."""
+    import os
+    import tempfile
+
     count = 0
     if output is None:
         for line in lines:  # color=True: never strip what looks like ANSI codes, ids may hold them verbatim
             typer.echo(line, color=True)
             count += 1
         return count
+    temporary = None
     try:
-        with output.open("w", encoding="utf-8") as handle:
+        fd, temporary = tempfile.mkstemp(prefix=f".{output.name}.", suffix=".part", dir=output.parent)
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
             for line in lines:
                 handle.write(line + "\n")
                 count += 1
+        os.replace(temporary, output)
+        temporary = None
     except OSError as error:
         raise InputError(f"cannot write: {error.strerror}", source=str(output)) from None
+    finally:
+        if temporary is not None:
+            os.unlink(temporary)
     return count
 
 
@@ -157,7 +181,7 @@ OutputOpt = Annotated[Optional[Path], typer.Option("--output", "-o", help="Write
 
 @export_app.command("run")
 def export_run(
-    run: Annotated[str, typer.Argument(help="Run id, e.g. eval_run:abc or abc (see `surreal-eval history`).")],
+    run: Annotated[str, typer.Argument(help="Run: eval_run:ID, ID, latest or previous (see `surreal-eval history`).")],
     fmt: Annotated[str, typer.Option("--format", help="Output format (trec).")] = "trec",
     retriever: Annotated[Optional[list[str]], typer.Option(help="Only these retrievers (default: all in the run).")] = None,
     scores: Annotated[str, typer.Option(help="rank: strictly decreasing scores that keep this run's order; raw: the retrievers' own scores.")] = "rank",
@@ -230,6 +254,8 @@ def tune(
     as_json: JsonOpt = False,
 ) -> None:
     """Sweep a parameter on the dev split, pick the best by a metric, report it on the test split."""
+    from . import run_tables as display
+
     from ..runs.tune import parse_values, tune as run_tune
 
     candidates = None if values is None and param == "floor" else checked(lambda: parse_values(param, values or ""))

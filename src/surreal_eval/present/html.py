@@ -36,6 +36,7 @@ from ..analysis.slices import Slice
 from ..errors import InputError
 from ..grammar import METRICS, MetricSpec
 from ..models import RunReport
+from ..stats import format_p
 from ..store.connection import Database
 from .figures import escape, matrix_figure, run_name, short_id, slice_figure, slice_value, trend_figure
 
@@ -133,7 +134,7 @@ def _comparison_section(comparison: Comparison | None, note: str | None, spec: M
             _f(row.mean_a),
             _f(row.mean_b),
             f"{row.difference:+.3f} [{row.low:+.2f}, {row.high:+.2f}]",
-            f"{row.p_value:.3f}",
+            format_p(row.p_value),
             ", ".join(f"{short_id(d.question)} {d.before:.2f}→{d.after:.2f}" for d in row.fixed) or "-",
             ", ".join(f"{short_id(d.question)} {d.before:.2f}→{d.after:.2f}" for d in row.broken) or "-",
         ])

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from ..analysis.gate import GateCheck, GateResult
 from ..errors import InputError
+from ..stats import p_phrase
 
 __all__ = ["failure_message", "write_junit"]
 
@@ -16,13 +17,13 @@ def _short(question: str) -> str:
     return question.split(":", 1)[-1]
 
 
-def failure_message(check: GateCheck) -> str:
+def failure_message(check: GateCheck, alpha: float = 0.05) -> str:
     """One line for a failed check: the numbers and the broken question ids."""
     broken = ", ".join(_short(d.question) for d in check.broken)
     return (
         f"{check.retriever} {check.metric} fell from {check.baseline:.4f} to {check.candidate:.4f} "
         f"(drop {check.drop:.4f}, 95% CI of the difference [{check.low:.4f}, {check.high:.4f}], "
-        f"p = {check.p_value:.4f}, n = {check.n}); broken: {broken or 'none'}"
+        f"{p_phrase(check.p_value, alpha)}, n = {check.n}); broken: {broken or 'none'}"
     )
 
 
@@ -60,7 +61,7 @@ def write_junit(result: GateResult, path: str | Path) -> Path:
     for check in result.checks:
         case = ET.SubElement(suite, "testcase", {"classname": f"gate.{check.retriever}", "name": check.metric, "time": "0"})
         if not check.passed:
-            failure = ET.SubElement(case, "failure", {"message": failure_message(check), "type": "RetrievalRegression"})
+            failure = ET.SubElement(case, "failure", {"message": failure_message(check, result.alpha), "type": "RetrievalRegression"})
             failure.text = "\n".join(
                 [check.reason, "broken questions (baseline -> candidate):"]
                 + [f"  {d.question}: {d.before:.4f} -> {d.after:.4f}" for d in check.broken]

@@ -6,8 +6,9 @@ from typing import Iterator
 
 from surrealdb import RecordID
 
-from ..store.connection import Database, record_str, to_record
-from ..errors import InputError, NotFound
+from ..store.connection import Database, record_str
+from ..errors import InputError
+from .record import resolve_run
 
 __all__ = ["export_run_trec", "export_qrels_trec"]
 
@@ -29,10 +30,8 @@ def _trec_id(value: object) -> str:
 
 
 def _require_run(db: Database, run: str | RecordID) -> RecordID:
-    run_id = to_record(run, "eval_run")
-    if not db.value("RETURN record::exists($run) AND $run.finished_at != NONE", {"run": run_id}):
-        raise NotFound(f"no finished run {record_str(run_id)}: `surreal-eval history` lists the runs")
-    return run_id
+    """The finished run `run` names (`eval_run:x`, `x`, `latest`, `previous`), as everywhere else."""
+    return resolve_run(db, run)
 
 
 def export_run_trec(

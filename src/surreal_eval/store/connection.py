@@ -25,6 +25,7 @@ from ..errors import (
     AuthenticationFailed,
     ConfigError,
     ConnectionFailed,
+    PermissionDenied,
     QueryFailed,
     Rejected,
     StoreBusy,
@@ -45,6 +46,8 @@ _THROWN_PREFIX = "An error occurred: "
 _MISSING = re.compile(r"The (table '[^']+'|function 'fn::[^']+') does not exist")
 #: What a transaction's other statements report when one fails (or BEGIN/COMMIT after it).
 _NOT_EXECUTED = re.compile(r"not executed due to a (failed|cancelled) transaction|Cannot COMMIT")
+#: What the engine says when the signed-in user may not run a statement or a function.
+_NOT_PERMITTED = re.compile(r"Not enough permissions|You don't have permission to")
 
 
 def record_str(value: Any) -> str:
@@ -87,6 +90,8 @@ def translate(error: SurrealError, settings: Settings | None = None) -> Exceptio
         return AuthenticationFailed(
             f"{where} refused the credentials: check SURREAL_EVAL_USER and SURREAL_EVAL_PASS"
         )
+    if _NOT_PERMITTED.search(message):
+        return PermissionDenied(f"{where} refused this: {message}; sign in as an owner to do it")
     missing = _MISSING.search(message)
     if missing:
         return ConfigError(

@@ -134,24 +134,36 @@ def _stored_dimension(db: Database) -> int | None:
     return found or None
 
 
-def import_harness(db: Database, config: HarnessConfig) -> list[str]:
+def import_harness(db: Database, config: HarnessConfig, *, skip_unchanged: bool = False) -> list[str]:
     """Apply every harness script to `db`, rendered with `config`; returns the script names applied.
 
     Importing again with the same config changes nothing (every statement is DEFINE ... OVERWRITE).
-    A dimension that differs from the embeddings already stored is refused.
+    A dimension that differs from the embeddings already stored is refused. With `skip_unchanged`,
+    a script whose rendered text has the checksum recorded for it in `harness_script` is not
+    applied again (a changed config renders another text, so it is), and only the scripts applied
+    are returned.
     """
-    stored = _stored_dimension(db) if _has_harness(db) else None
+    present = _has_harness(db)
+    stored = _stored_dimension(db) if present else None
     if stored and stored != config.dimension:
         raise ConfigError(
             f"the database holds {stored}-d embeddings; it cannot be re-imported with dimension "
             f"{config.dimension} (use a new database, or --dimension {stored})"
         )
     values = {**config.model_dump(), "corpus": DOCUMENTS}
+    recorded = {}
+    if skip_unchanged and present and harness_config(db) == config:
+        recorded = {row["name"]: row["checksum"] for row in
+                    db.value("SELECT record::id(id) AS name, checksum FROM harness_script")}
     checksums = {}
+    applied = []
     for name in HARNESS_SCRIPTS:
         text = render(_read(name), values, source=f"surql/{name}.surql")
-        _apply(db, text)
         checksums[name] = hashlib.sha256(text.encode("utf-8")).hexdigest()
+        if recorded.get(name) == checksums[name]:
+            continue
+        _apply(db, text)
+        applied.append(name)
     db.query(
         """
         DEFINE TABLE OVERWRITE harness_config SCHEMALESS PERMISSIONS FOR select FULL FOR create, update, delete NONE;
@@ -166,7 +178,7 @@ def import_harness(db: Database, config: HarnessConfig) -> list[str]:
         """,
         {"config": config.model_dump(), "checksums": checksums},
     )
-    return list(checksums)
+    return applied
 
 
 def import_seed(db: Database) -> None:

@@ -1,0 +1,140 @@
+"""Every ending of the CLI is a documented exit code: errors, --debug, permission refusals, the
+embedded engine's shutdown; global options after the command; exports all or nothing; p-values."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from surreal_eval import HarnessConfig, Settings, connect, import_harness, import_seed
+from surreal_eval.analysis.gate import _verdict
+from surreal_eval.present.cli import EXIT_CODES, app, run_cli
+from surreal_eval.stats import format_p
+from surreal_eval.store.access import grant_evaluator
+
+runner = CliRunner()
+PASSWORD = "correct horse battery"
+ENV = {**os.environ, "PYTHONWARNINGS": "ignore"}
+
+
+def demo_store(path: Path, runs: int = 0) -> str:
+    url = f"surrealkv://{path}"
+    assert run_cli(["--url", url, "init", "--demo"]) == 0
+    for _ in range(runs):
+        assert run_cli(["--url", url, "evaluate", "--k", "1,3,5"]) == 0
+    return url
+
+
+def test_a_permission_refusal_exits_with_its_own_code_not_the_gate_code(tmp_path, monkeypatch):
+    url = f"surrealkv://{tmp_path / 'store'}"
+    owner = connect(Settings(url=url))
+    import_harness(owner, HarnessConfig(dimension=4))
+    import_seed(owner)
+    grant_evaluator(owner, "ci", PASSWORD)
+    owner.close()
+    monkeypatch.setenv("SURREAL_EVAL_PASS", PASSWORD)
+    code = run_cli(["--url", url, "--access", "evaluator", "--user", "ci", "init", "--dimension", "4"])
+    assert code == 5 and EXIT_CODES[5].startswith("permission denied")
+
+
+@pytest.mark.parametrize("args", [["diagnose", "nosuch"], ["compare", "nosuch", "latest"], ["evaluate", "--k", "0"]])
+def test_debug_prints_the_traceback_and_keeps_the_exit_code(tmp_path, capfd, args):
+    url = demo_store(tmp_path / "store", runs=1)
+    plain = run_cli(["--url", url, *args])
+    capfd.readouterr()
+    debug = run_cli(["--url", url, "--debug", *args])
+    assert plain == debug == 2
+    assert "Traceback" in capfd.readouterr().err
+
+
+def test_a_usage_error_exits_2():
+    assert run_cli(["evaluate", "--no-such-option"]) == 2
+
+
+def test_global_options_work_after_the_command_name(tmp_path):
+    url = demo_store(tmp_path / "store")
+    done = runner.invoke(app, ["evaluate", "--url", url, "--k", "1", "--json"])
+    assert done.exit_code == 0, done.output
+    assert '"questions": 8' in done.stdout
+    done = runner.invoke(app, ["history", "--json", f"--url={url}", "--ns", "surreal_eval", "--debug"])
+    assert done.exit_code == 0, done.output and done.stdout.count('"run"') == 1
+
+
+def test_export_takes_latest_and_previous_and_a_failed_export_leaves_no_file(tmp_path):
+    url = demo_store(tmp_path / "store", runs=2)
+    for name in ("latest", "previous"):
+        target = tmp_path / f"{name}.trec"
+        assert run_cli(["--url", url, "export", "run", name, "-o", str(target)]) == 0
+        assert target.read_text().count(" Q0 ") > 0
+    assert run_cli(["--url", url, "export", "qrels", "--run", "latest", "-o", str(tmp_path / "q.txt")]) == 0
+    missing = tmp_path / "missing.trec"
+    assert run_cli(["--url", url, "export", "run", "nosuch", "-o", str(missing)]) == 2
+    assert not missing.exists()
+    kept = tmp_path / "latest.trec"
+    before = kept.read_text()
+    assert run_cli(["--url", url, "export", "run", "nosuch", "-o", str(kept)]) == 2
+    assert kept.read_text() == before and sorted(p.name for p in tmp_path.iterdir() if p.is_file()) == [
+        "latest.trec", "previous.trec", "q.txt"]
+
+
+@pytest.mark.parametrize("p", [0.049995, 0.0499999, 0.05, 0.050004, 0.0123, 0.00001, 1.0])
+def test_a_printed_p_value_compares_with_alpha_as_the_exact_value_does(p):
+    text = format_p(p, 0.05)
+    if text.startswith("<"):
+        assert p < float(text[1:])
+    else:
+        assert (float(text) < 0.05) == (p < 0.05) and (float(text) == 0.05) == (p == 0.05)
+    passed, reason = _verdict(0.1, p, 20, metric="recall@5", max_drop=0.02, alpha=0.05)
+    assert passed == (p >= 0.05)
+    shown = reason.split("p = ")[1].split()[0] if "p = " in reason else None
+    if shown is not None:
+        assert (float(shown) < 0.05) == (p < 0.05)
+    assert "0.0500 < 0.05" not in reason
+
+
+#: The commands that aborted at exit in issue 15, each run this many times in fresh processes.
+COMMANDS = (["split", "--dev", "0.5"], ["diagnose", "money_back"], ["slices", "latest"], ["gate"],
+            ["diagnose", "nosuch"])
+RUNS = 55
+
+
+def test_no_command_ever_exits_with_an_undocumented_code_or_a_panic(tmp_path):
+    stores = [demo_store(tmp_path / f"store{i}", runs=2) for i in range(4)]
+    jobs = [(stores[i % len(stores)], COMMANDS[i % len(COMMANDS)]) for i in range(RUNS)]
+
+    def invoke(job):
+        url, args = job
+        done = subprocess.run([sys.executable, "-m", "surreal_eval", "--url", url, *args],
+                              capture_output=True, text=True, env=ENV, timeout=120)
+        return args[0], done.returncode, done.stderr
+
+    by_store: dict[str, list] = {}
+    for job in jobs:
+        by_store.setdefault(job[0], []).append(job)
+    with ThreadPoolExecutor(len(stores)) as pool:  # one process at a time per store (it is locked)
+        results = [r for batch in pool.map(lambda js: [invoke(j) for j in js], by_store.values()) for r in batch]
+    assert len(results) == RUNS
+    for name, code, stderr in results:
+        assert "panicked" not in stderr and code in EXIT_CODES, (name, code, stderr[-500:])
+        assert code == (2 if name == "diagnose" and "nosuch" in stderr else 0), (name, code, stderr[-300:])
+
+
+def test_init_on_an_unchanged_store_applies_nothing_but_a_changed_config_applies_again(tmp_path, capfd):
+    url = demo_store(tmp_path / "store")
+    capfd.readouterr()
+    assert run_cli(["--url", url, "init"]) == 0
+    assert "up to date" in capfd.readouterr().out
+    assert run_cli(["--url", url, "init", "--knn-ef", "50"]) == 0
+    said = capfd.readouterr().out
+    assert "imported" in said and "retrievers" in said
+    db = connect(Settings(url=url))
+    try:
+        assert db.value("SELECT VALUE knn_ef FROM ONLY harness_config:current") == 50
+    finally:
+        db.close()
