@@ -8,7 +8,7 @@ from typing import Any
 
 from ..analysis.compare import Comparison
 from ..analysis.slices import Slice
-from ..grammar import METRICS, MetricSpec
+from ..grammar import MetricSpec
 from ..models import RunReport, RunSummary
 
 __all__ = ["MATRIX_ROWS", "escape", "short_id", "run_name", "trend_figure", "matrix_figure", "slice_figure", "slice_value"]
@@ -36,7 +36,8 @@ def run_name(run: RunSummary | RunReport) -> str:
 
 def _specs(runs: Sequence[RunSummary]) -> list[MetricSpec]:
     ks = sorted({k for run in runs for k in run.ks})
-    return [MetricSpec(name, k) for name in METRICS for k in ks]
+    names = list(dict.fromkeys(name for run in runs for name in run.metrics))
+    return [MetricSpec(name, k) for name in names for k in ks]
 
 
 def trend_figure(runs: Sequence[RunSummary], shown: MetricSpec) -> Any:
@@ -109,7 +110,7 @@ def _matrix_rows(report: RunReport, spec: MetricSpec, changed: set[str]) -> tupl
     scores: dict[str, list[float]] = {}
     for row in report.per_question or []:
         if row.k == spec.k:
-            scores.setdefault(row.question, []).append(getattr(row, spec.name))
+            scores.setdefault(row.question, []).append(row.score(spec.name))
     questions = sorted(scores)
     if len(questions) <= MATRIX_ROWS:
         return questions, None
@@ -134,7 +135,7 @@ def matrix_figure(report: RunReport, spec: MetricSpec, comparison: Comparison | 
         for delta in row.broken:
             marks[(delta.question, row.retriever)] = ("broken", delta.before)
     questions, note = _matrix_rows(report, spec, {q for q, _ in marks})
-    cells = {(r.question, r.retriever): getattr(r, spec.name) for r in report.per_question or [] if r.k == spec.k}
+    cells = {(r.question, r.retriever): r.score(spec.name) for r in report.per_question or [] if r.k == spec.k}
     retrievers = report.retrievers
     z, text, hover = [], [], []
     for question in questions:

@@ -8,18 +8,18 @@ from __future__ import annotations
 
 import hashlib
 import re
-from importlib import resources
-from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from .connection import Database
 from ..errors import ConfigError
+from ..grammar import file_metrics, surql_dir
 
 __all__ = [
     "HARNESS_SCRIPTS",
     "HarnessConfig",
     "surql_dir",
+    "metric_dispatch",
     "render",
     "statement",
     "import_harness",
@@ -34,10 +34,12 @@ __all__ = [
 #: The files that make up the harness, in the order they are applied. corpus and corpus_indexes
 #: are templates of one corpus table, applied here for `article` (and by define_corpus for others).
 HARNESS_SCRIPTS = ("schema", "corpus", "corpus_indexes", "ingest", "retrievers", "metrics", "history", "evaluate",
-                   "queries", "access")
+                   "queries", "runs", "access")
 CORPUS_SCRIPTS = ("corpus", "corpus_indexes")
 DOCUMENTS = "article"
 SEED_SCRIPT = "seed"
+#: The name the generated metric dispatch (metric_dispatch) is recorded under in harness_script.
+METRIC_DISPATCH = "metric_dispatch"
 DEMO_DIMENSION = 4
 
 _PLACEHOLDER = re.compile(r"\{\{\s*([a-z_]+)\s*\}\}")
@@ -60,17 +62,6 @@ class HarnessConfig(BaseModel):
     dimension: int = Field(gt=0, le=16384)
     knn_depth: int = Field(default=100, gt=0, le=10000)
     knn_ef: int = Field(default=100, gt=0, le=10000)
-
-
-def surql_dir() -> Path:
-    """The folder holding the .surql files: inside the installed package, or the source tree's surql/."""
-    packaged = resources.files("surreal_eval") / "surql"
-    if packaged.is_dir():
-        return Path(str(packaged))
-    source = Path(__file__).resolve().parents[3] / "surql"
-    if source.is_dir():
-        return source
-    raise ConfigError("the harness's surql/ folder is missing from this installation")
 
 
 def identifier(name: str, *, what: str = "name") -> str:
@@ -144,21 +135,38 @@ def import_harness(db: Database, config: HarnessConfig) -> list[str]:
         text = render(_read(name), values, source=f"surql/{name}.surql")
         _apply(db, text)
         checksums[name] = hashlib.sha256(text.encode("utf-8")).hexdigest()
-    db.query(
-        """
-        DEFINE TABLE OVERWRITE harness_config SCHEMALESS PERMISSIONS FOR select FULL FOR create, update, delete NONE;
-        UPSERT harness_config:current CONTENT $config RETURN NONE;
-        FOR $name IN object::keys($checksums) {
-            LET $sum = $checksums[$name];
-            LET $row = type::record('harness_script', $name);
-            IF $row.checksum != $sum {
-                UPSERT $row CONTENT { checksum: $sum, applied_at: time::now() } RETURN NONE;
-            };
-        };
-        """,
-        {"config": config.model_dump(), "checksums": checksums},
-    )
+    dispatch = metric_dispatch(db)
+    _apply(db, dispatch)
+    checksums[METRIC_DISPATCH] = hashlib.sha256(dispatch.encode("utf-8")).hexdigest()
+    db.value("RETURN fn::record_import($config, $checksums)", {"config": config.model_dump(), "checksums": checksums})
     return list(checksums)
+
+
+def metric_dispatch(db: Database) -> str:
+    """SurrealQL defining fn::metric_names, fn::metrics and fn::extra_metrics over every fn::metric_*
+    in `db` (metrics.surql applied): the file's in file order, then any other by name.
+
+    SurrealQL cannot call a function named by a value, so the calls are written out here, each
+    name a validated identifier; fn::extra_metrics holds those fn::standard_metrics_at leaves out.
+    """
+    defined = [name[len("metric_"):] for name in db.value("INFO FOR DB")["functions"] if name.startswith("metric_")]
+    ordered = [n for n in file_metrics(_read("metrics")) if n in defined] + sorted(set(defined) - set(file_metrics(_read("metrics"))))
+    names = [identifier(n, what="metric") for n in ordered]
+    standard = set(db.value("RETURN object::keys(fn::standard_metrics_at([0], [0], [1], [1])[0])"))
+    args = "($ranked: array, $relevant: array, $grades: array, $k: int) -> object"
+
+    def calls(chosen: list[str]) -> str:
+        return ", ".join(n + ": fn::metric_" + n + "($ranked, $relevant, $grades, $k)" for n in chosen)
+
+    return "\n".join([
+        "-- fn::metric_names: every metric of this database (a function fn::metric_<name> each), in report order.",
+        "DEFINE FUNCTION OVERWRITE fn::metric_names() -> array<string> { RETURN " + repr(names).replace('"', "'") + "; };",
+        "-- fn::metrics: every metric of fn::metric_names() of one ranking at cutoff $k, as {<name>: value}.",
+        "DEFINE FUNCTION OVERWRITE fn::metrics" + args + " { RETURN { " + calls(names) + " }; };",
+        "-- fn::extra_metrics: the metrics of fn::metric_names() that fn::standard_metrics_at does not compute, at cutoff $k, as {<name>: value}.",
+        "DEFINE FUNCTION OVERWRITE fn::extra_metrics" + args + " { RETURN { "
+        + calls([n for n in names if n not in standard]) + " }; };",
+    ])
 
 
 def import_seed(db: Database) -> None:
