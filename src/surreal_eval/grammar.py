@@ -34,7 +34,7 @@ def file_metrics(text: str | None = None) -> tuple[str, ...]:
 
 
 #: Every metric the harness defines: one SurrealQL function fn::metric_<name> each in
-#: surql/metrics.surql, in file order (a database may hold more: fn::metric_names() lists them).
+#: surql/metrics.surql, in file order (a database may hold more: fn::scored_metrics() lists them).
 METRICS = file_metrics()
 #: Every retriever an evaluation knows, in report order (fn::retriever_names in evaluate.surql).
 RETRIEVERS = ("bm25", "vector", "hybrid", "hybrid_floor", "hybrid_linear")

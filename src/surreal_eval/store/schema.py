@@ -143,7 +143,7 @@ def import_harness(db: Database, config: HarnessConfig) -> list[str]:
 
 
 def metric_dispatch(db: Database) -> str:
-    """SurrealQL defining fn::metric_names, fn::metrics and fn::extra_metrics over every fn::metric_*
+    """SurrealQL defining fn::scored_metrics, fn::metrics and fn::extra_metrics over every fn::metric_*
     in `db` (metrics.surql applied): the file's in file order, then any other by name.
 
     SurrealQL cannot call a function named by a value, so the calls are written out here, each
@@ -159,11 +159,11 @@ def metric_dispatch(db: Database) -> str:
         return ", ".join(n + ": fn::metric_" + n + "($ranked, $relevant, $grades, $k)" for n in chosen)
 
     return "\n".join([
-        "-- fn::metric_names: every metric of this database (a function fn::metric_<name> each), in report order.",
-        "DEFINE FUNCTION OVERWRITE fn::metric_names() -> array<string> { RETURN " + repr(names).replace('"', "'") + "; };",
-        "-- fn::metrics: every metric of fn::metric_names() of one ranking at cutoff $k, as {<name>: value}.",
+        "-- fn::scored_metrics: every metric of this database (a function fn::metric_<name> each), in report order.",
+        "DEFINE FUNCTION OVERWRITE fn::scored_metrics() -> array<string> { RETURN " + repr(names).replace('"', "'") + "; };",
+        "-- fn::metrics: every metric of fn::scored_metrics() of one ranking at cutoff $k, as {<name>: value}.",
         "DEFINE FUNCTION OVERWRITE fn::metrics" + args + " { RETURN { " + calls(names) + " }; };",
-        "-- fn::extra_metrics: the metrics of fn::metric_names() that fn::standard_metrics_at does not compute, at cutoff $k, as {<name>: value}.",
+        "-- fn::extra_metrics: the metrics of fn::scored_metrics() that fn::standard_metrics_at does not compute, at cutoff $k, as {<name>: value}.",
         "DEFINE FUNCTION OVERWRITE fn::extra_metrics" + args + " { RETURN { "
         + calls([n for n in names if n not in standard]) + " }; };",
     ])
