@@ -67,7 +67,7 @@ def trend_figure(runs: Sequence[RunSummary], shown: MetricSpec) -> Any:
                     customdata=customdata,
                     meta=str(spec),
                     hovertemplate=(
-                        f"{escape(retriever)} %{{meta}} = %{{y:.3f}}<br>%{{customdata[0]}} · %{{customdata[1]}}"
+                        escape(retriever) + " %{meta} = %{y:.3f}<br>%{customdata[0]} · %{customdata[1]}"
                         "<br>%{customdata[2]} questions · %{customdata[3]}<extra></extra>"
                     ),
                 )
@@ -211,7 +211,7 @@ def slice_figure(field: str, rows: Sequence[Slice]) -> Any:
                 },
                 customdata=[[mine[v].questions, mine[v].low, mine[v].high] if v in mine else [0, 0, 0] for v in values],
                 hovertemplate=(
-                    f"{escape(retriever)} · %{{x}}<br>mean %{{y:.3f}} [%{{customdata[1]:.2f}}, %{{customdata[2]:.2f}}]"
+                    escape(retriever) + " · %{x}<br>mean %{y:.3f} [%{customdata[1]:.2f}, %{customdata[2]:.2f}]"
                     "<br>%{customdata[0]} questions<extra></extra>"
                 ),
             )
