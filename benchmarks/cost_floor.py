@@ -367,7 +367,7 @@ def measure_scoring(db: Database, count: int, concurrency: int = 1) -> tuple[Tim
             into = ours.setdefault(row["k"], {"questions": 0, **{m: 0.0 for m in METRICS}})
             into["questions"] += row["questions"]
             for m in METRICS:
-                into[m] += row[m] * row["questions"]
+                into[m] += row["metrics"][m] * row["questions"]
     cut = ",".join(str(k) for k in KS)
     measures = {f"P_{cut}", f"recall_{cut}", f"ndcg_cut_{cut}", f"map_cut_{cut}", "recip_rank", "Rprec"}
 

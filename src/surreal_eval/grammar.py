@@ -3,15 +3,41 @@
 from __future__ import annotations
 
 import math
+import re
+from collections.abc import Sequence
+from importlib import resources
+from pathlib import Path
 from typing import Any, NamedTuple
 
 from .errors import ConfigError
 
-__all__ = ["LIMITS", "METRICS", "MetricSpec", "check_number", "check_params", "parse_ks", "parse_metric", "parse_retrievers"]
+__all__ = ["LIMITS", "METRICS", "MetricSpec", "check_number", "check_params", "file_metrics", "parse_ks", "parse_metric",
+           "parse_retrievers", "surql_dir"]
 
-#: Every metric the database computes: one SurrealQL function fn::metric_<name> each
-#: (a test checks this tuple against the functions defined in the database).
-METRICS = ("recall", "hit_rate", "precision", "mrr", "ndcg", "map", "r_precision")
+_METRIC_FUNCTION = re.compile(r"^DEFINE FUNCTION (?:OVERWRITE )?fn::metric_([A-Za-z0-9_]+)\(", re.MULTILINE)
+
+
+def surql_dir() -> Path:
+    """The folder holding the .surql files: inside the installed package, or the source tree's surql/."""
+    packaged = resources.files("surreal_eval") / "surql"
+    if packaged.is_dir():
+        return Path(str(packaged))
+    source = Path(__file__).resolve().parents[2] / "surql"
+    if source.is_dir():
+        return source
+    raise ConfigError("the harness's surql/ folder is missing from this installation")
+
+
+def file_metrics(text: str | None = None) -> tuple[str, ...]:
+    """The metric names of metrics.surql (or of `text`): every function fn::metric_<name>, in file order."""
+    if text is None:
+        text = (surql_dir() / "metrics.surql").read_text(encoding="utf-8")
+    return tuple(dict.fromkeys(_METRIC_FUNCTION.findall(text)))
+
+
+#: Every metric the harness defines: one SurrealQL function fn::metric_<name> each in
+#: surql/metrics.surql, in file order (a database may hold more: fn::scored_metrics() lists them).
+METRICS = file_metrics()
 
 
 class MetricSpec(NamedTuple):
@@ -88,11 +114,12 @@ def _positive_int(text: str, what: str) -> int:
     return parse_number("k", text, option=what)
 
 
-def parse_metric(text: str) -> MetricSpec:
-    """`recall@5` -> MetricSpec('recall', 5); the name must be one of METRICS."""
+def parse_metric(text: str, known: Sequence[str] | None = None) -> MetricSpec:
+    """`recall@5` -> MetricSpec('recall', 5); the name must be one of `known` (default METRICS)."""
+    known = METRICS if known is None else known
     name, sep, k = text.strip().partition("@")
-    if name not in METRICS or not sep:
-        raise ConfigError(f"unknown metric {text!r}: use NAME@K with NAME one of {', '.join(METRICS)}")
+    if name not in known or not sep:
+        raise ConfigError(f"unknown metric {text!r}: use NAME@K with NAME one of {', '.join(known)}")
     return MetricSpec(name, _positive_int(k, f"the cutoff in {text!r}"))
 
 

@@ -6,7 +6,7 @@ import math
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, SerializationInfo, SerializerFunctionWrapHandler, field_validator, model_serializer, model_validator
 
 __all__ = [
     "MAX_NESTING",
@@ -166,20 +166,58 @@ class Bounds(BaseModel):
     high: float
 
 
-class MetricRow(BaseModel):
+class Scored(BaseModel):
+    """A row holding one score per metric in `scores` ({name: value}, in report order).
+
+    It reads from a database row's `metrics` object (or from flat `name: value` fields), serialises
+    flat (`recall`, `hit_rate`, ... in the place of `scores`, as the JSON output always had it), and
+    `row.recall` reads `row.scores["recall"]`. Each subclass declares `scores` where the flat
+    fields go (a field declared here would serialise first).
+    """
+
+    @model_validator(mode="before")
+    @classmethod
+    def _gather(cls, data: Any) -> Any:
+        if not isinstance(data, dict) or "scores" in data:
+            return data
+        data = dict(data)
+        if isinstance(data.get("metrics"), dict):
+            data["scores"] = data.pop("metrics")
+        else:
+            flat = [key for key in data if key not in cls.model_fields]
+            data["scores"] = {key: data.pop(key) for key in flat}
+        return data
+
+    @model_serializer(mode="wrap")
+    def _flatten(self, handler: SerializerFunctionWrapHandler, info: SerializationInfo) -> dict[str, Any]:
+        dumped = handler(self)
+        flat: dict[str, Any] = {}
+        for key, value in dumped.items():
+            if key == "scores":
+                flat.update(value)
+            else:
+                flat[key] = value
+        return flat
+
+    def score(self, metric: str) -> float:
+        """This row's score on `metric`; a KeyError when the run did not measure it."""
+        return self.__dict__["scores"][metric]
+
+    def __getattr__(self, name: str) -> Any:
+        scores = self.__dict__.get("scores") if not name.startswith("_") else None
+        if scores is not None and name in scores:
+            return scores[name]
+        return super().__getattr__(name)
+
+
+class MetricRow(Scored):
     """The mean of every metric for one retriever at one cutoff, with each mean's interval and
     resolution (the smallest change one question can move it) when the report computed them."""
 
     retriever: str
     k: int
     questions: int
-    recall: float
-    hit_rate: float
-    precision: float
-    mrr: float
-    ndcg: float
-    map: float
-    r_precision: float
+    scores: dict[str, float]
     floor: float | None = None
     intervals: dict[str, Bounds] | None = None
     resolution: dict[str, float] | None = None
@@ -189,19 +227,13 @@ class SweepRow(MetricRow):
     """MetricRow of the floored hybrid at one floor of the sweep."""
 
 
-class QuestionResult(BaseModel):
+class QuestionResult(Scored):
     """Every metric of one question for one retriever at one cutoff, and the ranking scored."""
 
     question: str
     retriever: str
     k: int
-    recall: float
-    hit_rate: float
-    precision: float
-    mrr: float
-    ndcg: float
-    map: float
-    r_precision: float
+    scores: dict[str, float]
     ranked: list[str]
     relevant: list[str]
     floor: float | None = None
@@ -228,6 +260,12 @@ class RunReport(BaseModel):
     warning: str | None = None
     per_question: list[QuestionResult] | None = None
 
+    @property
+    def metrics(self) -> list[str]:
+        """The metrics this run scored, in report order."""
+        rows = self.results or self.sweep
+        return list(rows[0].scores) if rows else []
+
 
 class RunSummary(BaseModel):
     """A run as history lists it."""
@@ -246,11 +284,16 @@ class RunSummary(BaseModel):
     trigger: str | None = None
     tuning: dict[str, Any] | None = None
 
+    @property
+    def metrics(self) -> list[str]:
+        """The metrics this run scored, in report order."""
+        return list(self.results[0].scores) if self.results else []
+
     def mean(self, retriever: str, metric: str, k: int) -> float | None:
         """The mean of `metric`@`k` for `retriever` in this run, None if the run did not measure it."""
         for row in self.results:
             if row.retriever == retriever and row.k == k:
-                return getattr(row, metric)
+                return row.scores.get(metric)
         return None
 
 

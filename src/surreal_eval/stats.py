@@ -342,11 +342,11 @@ def question_scores(report: RunReport, retriever: str, metric: str) -> dict[str,
     Two dicts from the same golden set have the same keys in the same order, ready for
     `paired_test(list(a.values()), list(b.values()))`.
     """
-    spec = parse_metric(metric)
+    spec = parse_metric(metric, report.metrics)
     if report.per_question is None:
         raise ConfigError(f"run {report.run} has no per-question results: load it with per_question=True")
     scores = {
-        row.question: float(getattr(row, spec.name))
+        row.question: float(row.score(spec.name))
         for row in report.per_question
         if row.retriever == retriever and row.k == spec.k
     }

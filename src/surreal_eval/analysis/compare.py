@@ -121,27 +121,30 @@ class RetrieverComparison(BaseModel):
 # ---------------------------------------------------------------------------------------------
 
 
-def metric_specs(metrics: Iterable[str] | None, ks: Sequence[int], *, where: str = "both runs") -> list[MetricSpec]:
-    """The metric@k to compare: NAME@K as given, a bare NAME at every k in `ks`, None every metric at
-    every k in `ks`. A cutoff not in `ks` is a ConfigError naming `where`."""
+def metric_specs(
+    metrics: Iterable[str] | None, ks: Sequence[int], *, where: str = "both runs", names: Sequence[str] | None = None
+) -> list[MetricSpec]:
+    """The metric@k to compare: NAME@K as given, a bare NAME at every k in `ks`, None every metric of
+    `names` (default METRICS) at every k in `ks`. A cutoff not in `ks` is a ConfigError naming `where`."""
+    names = list(METRICS if names is None else names)
     if metrics is None:
-        return [MetricSpec(name, k) for name in METRICS for k in ks]
+        return [MetricSpec(name, k) for name in names for k in ks]
     specs: list[MetricSpec] = []
     for text in metrics:
         for part in (p.strip() for p in text.split(",")):
             if not part:
                 continue
             if "@" in part:
-                spec = parse_metric(part)
+                spec = parse_metric(part, names)
                 if spec.k not in ks:
                     raise ConfigError(
                         f"{spec} cannot be compared: {where} measured k = {', '.join(map(str, ks)) or 'none'}"
                     )
                 found = [spec]
-            elif part in METRICS:
+            elif part in names:
                 found = [MetricSpec(part, k) for k in ks]
             else:
-                raise ConfigError(f"unknown metric {part!r}: use NAME@K or NAME, NAME one of {', '.join(METRICS)}")
+                raise ConfigError(f"unknown metric {part!r}: use NAME@K or NAME, NAME one of {', '.join(names)}")
             specs += [s for s in found if s not in specs]
     if not specs:
         raise ConfigError("no metric given: pass NAME@K such as recall@5")
@@ -185,7 +188,7 @@ def paired_delta(a: dict[str, float], b: dict[str, float], questions: Sequence[s
 
 
 def _scores(rows: dict[str, QuestionResult], metric: str) -> dict[str, float]:
-    return {q: float(getattr(r, metric)) for q, r in rows.items()}
+    return {q: float(r.score(metric)) for q, r in rows.items()}
 
 
 def _labels(rows: dict[str, QuestionResult], questions: Sequence[str]) -> list[int]:
@@ -280,7 +283,7 @@ def compare_reports(
     ks = [k for k in a.ks if k in b.ks]
     if not ks:
         raise ConfigError(f"runs {a.run} (k = {a.ks}) and {b.run} (k = {b.ks}) share no cutoff k")
-    specs = metric_specs(metrics, ks)
+    specs = metric_specs(metrics, ks, names=[m for m in a.metrics if m in b.metrics])
     skipped: list[str] = []
     both = [r for r in a.retrievers if r in b.retrievers]
     if retrievers is None:
@@ -377,7 +380,7 @@ def compare_retrievers(
     if retriever_a == retriever_b:
         raise ConfigError(f"compare two different retrievers, not {retriever_a} with itself")
     specs = metric_specs(
-        [metric] if isinstance(metric, str) else metric, report.ks, where=f"run {report.run}"
+        [metric] if isinstance(metric, str) else metric, report.ks, where=f"run {report.run}", names=report.metrics
     )
     rows = []
     for spec in specs:

@@ -104,14 +104,15 @@ def _verdict(drop: float, p_value: float, differing: int, *, metric: str, max_dr
     return False, f"{metric} fell {drop:.4f} (more than the allowed {max_drop:g}) and the drop is significant: {p_phrase(p_value, alpha)} < {alpha:g}"
 
 
-def _metric_list(metric: str | Iterable[str]) -> list[str]:
+def _metric_list(metric: str | Iterable[str], known: list[str] | None) -> list[str]:
+    """The NAME@K of `metric`, each NAME one of `known` (None: any name, only the form is checked)."""
     names = [n.strip() for text in ([metric] if isinstance(metric, str) else metric) for n in text.split(",") if n.strip()]
     if not names:
         raise ConfigError("no metric to gate on: pass NAME@K such as recall@5")
     for name in names:
         if "@" not in name:
             raise ConfigError(f"gate on a metric at a cutoff, such as {name}@5, not {name!r}")
-    return [str(parse_metric(name)) for name in names]
+    return [str(parse_metric(name, [name.partition("@")[0].strip()] if known is None else known)) for name in names]
 
 
 def gate(
@@ -130,7 +131,7 @@ def gate(
         raise ConfigError(f"--max-drop must be a number of at least 0, got {max_drop!r}")
     if not (isinstance(alpha, (int, float)) and 0 < alpha <= 1):
         raise ConfigError(f"--alpha must be between 0 (exclusive) and 1, got {alpha!r}")
-    metrics = _metric_list(metric)
+    _metric_list(metric, None)  # the form first, before any run is read; the names once the runs say theirs
     candidate_report = load_for_comparison(db, "latest" if candidate is None else candidate)
     candidate_id = to_record(candidate_report.run, "eval_run")
     if isinstance(baseline, str) and baseline.strip() == "latest":
@@ -140,13 +141,14 @@ def gate(
     if record_str(baseline_id) == candidate_report.run:
         raise ConfigError(f"the baseline and the candidate are the same run ({candidate_report.run})")
     baseline_report = load_for_comparison(db, baseline_id)
+    metrics = _metric_list(metric, [m for m in candidate_report.metrics if m in baseline_report.metrics])
 
     names = [retriever] if isinstance(retriever, str) else list(retriever) if retriever is not None else None
     skipped: list[str] = []
     if names is None:
         names = [r for r in candidate_report.retrievers if r in baseline_report.retrievers]
         skipped = [r for r in candidate_report.retrievers if r not in baseline_report.retrievers]
-    for spec in map(parse_metric, metrics):
+    for spec in (parse_metric(m, candidate_report.metrics) for m in metrics):
         for report, role in ((baseline_report, "baseline"), (candidate_report, "candidate")):
             if spec.k not in report.ks:
                 raise ConfigError(

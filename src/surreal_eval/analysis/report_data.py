@@ -37,7 +37,7 @@ class ReportData:
 
 def _choose_metric(metric: str | None, report: RunReport) -> MetricSpec:
     if metric is not None:
-        spec = parse_metric(metric)
+        spec = parse_metric(metric, report.metrics)
         if spec.k not in report.ks:
             raise ConfigError(
                 f"the latest run {report.run} measured k = {', '.join(map(str, report.ks))}, not {spec}"

@@ -15,7 +15,7 @@ from surrealdb import RecordID
 
 from ..store.connection import Database, record_str
 from ..errors import ConfigError, NotFound
-from ..runs.record import resolve_run, run_order
+from ..runs.record import resolve_run, run_metrics, run_order
 from ..grammar import parse_metric
 from ..stats import confidence_interval
 
@@ -23,16 +23,6 @@ __all__ = ["SLICE_FIELDS", "Slice", "slices"]
 
 #: The question fields a run can be sliced by.
 SLICE_FIELDS = ("category", "language", "source", "split")
-
-# The fields are fixed names, so they are written out rather than substituted.
-_ROWS = """
-SELECT question, retriever, recall, hit_rate, precision, mrr, ndcg, map, r_precision,
-       question.category AS category, question.language AS language,
-       question.source AS source, question.split AS split
-FROM eval_result WHERE run = $run AND k = $k AND retriever != 'floor_sweep'
-"""
-_RUN = "SELECT ks, retrievers FROM ONLY $run"
-
 
 class Slice(BaseModel):
     """The questions of a run whose field `by` is `value`, scored by `retriever` on `metric`."""
@@ -66,15 +56,15 @@ def slices(
     """Every slice of `run` (`eval_run:x`, `x`, `latest`, `previous`) on `metric` (NAME@K), per field
     of `by` and retriever: ordered by field as given, then value (unset last), then retriever in
     the run's order."""
-    spec = parse_metric(metric)
     fields = _fields(by)
     run_id = resolve_run(db, run)
-    info = db.value(_RUN, {"run": run_id})
+    info = db.value("RETURN fn::finished_run($run)", {"run": run_id})
+    spec = parse_metric(metric, run_metrics(info))
     if spec.k not in info["ks"]:
         raise ConfigError(
             f"run {record_str(run_id)} measured k = {', '.join(map(str, info['ks']))}, not {spec}"
         )
-    rows = db.value(_ROWS, {"run": run_id, "k": spec.k})
+    rows = db.value("RETURN fn::slice_rows($run, $k)", {"run": run_id, "k": spec.k})
     if not rows:
         raise NotFound(f"run {record_str(run_id)} has no per-question results at k = {spec.k}")
     order = run_order(info["retrievers"])
@@ -83,7 +73,7 @@ def slices(
         groups: dict[tuple[str | None, str], list[float]] = {}
         for row in rows:
             value = row.get(field)
-            groups.setdefault((None if value is None else str(value), row["retriever"]), []).append(float(row[spec.name]))
+            groups.setdefault((None if value is None else str(value), row["retriever"]), []).append(float(row["metrics"][spec.name]))
         keys = sorted(groups, key=lambda key: (key[0] is None, key[0] or "", order({"retriever": key[1], "k": 0})))
         for value, retriever in keys:
             interval = confidence_interval(groups[(value, retriever)])

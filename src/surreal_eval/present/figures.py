@@ -9,7 +9,7 @@ from typing import Any
 
 from ..analysis.compare import Comparison
 from ..analysis.slices import Slice
-from ..grammar import METRICS, MetricSpec
+from ..grammar import MetricSpec
 from ..models import RunReport, RunSummary
 
 __all__ = ["MATRIX_ROWS", "escape", "short_id", "run_name", "trend_figure", "matrix_figure", "slice_figure", "slice_value"]
@@ -42,7 +42,8 @@ def run_name(run: RunSummary | RunReport) -> str:
 
 def _specs(runs: Sequence[RunSummary]) -> list[MetricSpec]:
     ks = sorted({k for run in runs for k in run.ks})
-    return [MetricSpec(name, k) for name in METRICS for k in ks]
+    names = list(dict.fromkeys(name for run in runs for name in run.metrics))
+    return [MetricSpec(name, k) for name in names for k in ks]
 
 
 def trend_figure(runs: Sequence[RunSummary], shown: MetricSpec) -> Any:
@@ -72,7 +73,7 @@ def trend_figure(runs: Sequence[RunSummary], shown: MetricSpec) -> Any:
                     customdata=customdata,
                     meta=str(spec),
                     hovertemplate=(
-                        f"{escape(retriever)} %{{meta}} = %{{y:.3f}}<br>%{{customdata[0]}} · %{{customdata[1]}}"
+                        escape(retriever) + " %{meta} = %{y:.3f}<br>%{customdata[0]} · %{customdata[1]}"
                         "<br>%{customdata[2]} questions · %{customdata[3]}<extra></extra>"
                     ),
                 )
@@ -117,7 +118,7 @@ def _matrix_rows(report: RunReport, spec: MetricSpec, changed: set[str]) -> tupl
     scores: dict[str, list[float]] = {}
     for row in report.per_question or []:
         if row.k == spec.k:
-            scores.setdefault(row.question, []).append(getattr(row, spec.name))
+            scores.setdefault(row.question, []).append(row.score(spec.name))
     questions = sorted(scores, key=natural_key)
     if len(questions) <= MATRIX_ROWS:
         return questions, None
@@ -142,7 +143,7 @@ def matrix_figure(report: RunReport, spec: MetricSpec, comparison: Comparison | 
         for delta in row.broken:
             marks[(delta.question, row.retriever)] = ("broken", delta.before)
     questions, note = _matrix_rows(report, spec, {q for q, _ in marks})
-    cells = {(r.question, r.retriever): getattr(r, spec.name) for r in report.per_question or [] if r.k == spec.k}
+    cells = {(r.question, r.retriever): r.score(spec.name) for r in report.per_question or [] if r.k == spec.k}
     retrievers = report.retrievers
     z, text, hover = [], [], []
     for question in questions:
@@ -218,7 +219,7 @@ def slice_figure(field: str, rows: Sequence[Slice]) -> Any:
                 },
                 customdata=[[mine[v].questions, mine[v].low, mine[v].high] if v in mine else [0, 0, 0] for v in values],
                 hovertemplate=(
-                    f"{escape(retriever)} · %{{x}}<br>mean %{{y:.3f}} [%{{customdata[1]:.2f}}, %{{customdata[2]:.2f}}]"
+                    escape(retriever) + " · %{x}<br>mean %{y:.3f} [%{customdata[1]:.2f}, %{customdata[2]:.2f}]"
                     "<br>%{customdata[0]} questions<extra></extra>"
                 ),
             )

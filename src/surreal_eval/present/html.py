@@ -34,7 +34,7 @@ from ..analysis.compare import Comparison
 from ..analysis.report_data import SLICE_BY, report_data
 from ..analysis.slices import Slice
 from ..errors import InputError
-from ..grammar import METRICS, MetricSpec
+from ..grammar import MetricSpec
 from ..models import RunReport
 from ..stats import format_p
 from ..store.connection import Database
@@ -77,13 +77,13 @@ def _figure_html(figure: Any, div_id: str) -> str:
 
 
 def _latest_section(report: RunReport) -> str:
-    headers = ["retriever", "k", *METRICS]
+    headers = ["retriever", "k", *report.metrics]
     rows = []
     for row in report.results:
         cells = []
-        for metric in METRICS:
+        for metric in report.metrics:
             bounds = (row.intervals or {}).get(metric)
-            value = _f(getattr(row, metric))
+            value = _f(row.score(metric))
             cells.append(value if bounds is None else f"{value} [{bounds.low:.2f}, {bounds.high:.2f}]")
         rows.append([row.retriever, row.k, *cells])
     p = report.params

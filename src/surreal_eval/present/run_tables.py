@@ -10,7 +10,6 @@ from rich.markup import escape
 from rich.table import Table
 
 from ..errors import one_line
-from ..grammar import METRICS
 from ..models import Diagnosis, RunReport, RunSummary
 from ..store.registry import Retriever
 
@@ -37,10 +36,10 @@ def show_report(console: Console, report: RunReport, *, per_question: bool = Fal
     table = Table(title="mean per retriever and k [95% bootstrap interval over questions]")
     table.add_column("retriever")
     table.add_column("k", justify="right")
-    for metric in METRICS:
+    for metric in report.metrics:
         table.add_column(metric, justify="right")
     for row in report.results:
-        table.add_row(row.retriever, str(row.k), *(_with_interval(row, m) for m in METRICS))
+        table.add_row(row.retriever, str(row.k), *(_with_interval(row, m) for m in report.metrics))
     console.print(table)
     steps = next((r.resolution for r in report.results if r.resolution and r.k == max(report.ks)), None)
     if steps:
@@ -84,7 +83,7 @@ def show_report(console: Console, report: RunReport, *, per_question: bool = Fal
 
 
 def _with_interval(row, metric: str) -> str:
-    value = _fmt(getattr(row, metric))
+    value = _fmt(row.score(metric))
     bounds = (row.intervals or {}).get(metric)
     return value if bounds is None else f"{value} [{bounds.low:.2f}, {bounds.high:.2f}]"
 

@@ -12,20 +12,6 @@ from ..models import Diagnosis, RankedHit, RetrieverView
 
 __all__ = ["diagnose"]
 
-_QUERY = """
-LET $q = (SELECT id, text, embedding, relevant, grades FROM ONLY $question);
-LET $p = fn::run_params([$k], $given);
-RETURN {
-    question: $q,
-    labels: $q.relevant.map(|$r, $i| { id: $r, title: $r.title, grade: $q.grades[$i] }),
-    rankings: fn::question_rankings($q, $p, $names)[WHERE retriever != 'floor_sweep'].map(|$e| {
-        retriever: $e.retriever,
-        hits: $e.list.map(|$h| { id: $h.id, score: $h.score, title: $h.id.title })
-    })
-};
-"""
-
-
 def diagnose(
     db: Database,
     question: str,
@@ -40,7 +26,8 @@ def diagnose(
     rid = to_record(question, "question")
     if not db.value("RETURN record::exists($q)", {"q": rid}):
         raise NotFound(f"no question {record_str(rid)} in the golden set")
-    found = db.value(_QUERY, {"question": rid, "k": k, "names": resolve_retrievers(db, retrievers), "given": given})
+    found = db.value("RETURN fn::diagnose_question($question, $k, $names, $given)",
+                     {"question": rid, "k": k, "names": resolve_retrievers(db, retrievers), "given": given})
     relevant = {record_str(r) for r in found["question"]["relevant"]}
     return Diagnosis(
         question=record_str(found["question"]["id"]),

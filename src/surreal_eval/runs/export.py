@@ -12,15 +12,6 @@ from .record import resolve_run
 
 __all__ = ["export_run_trec", "export_qrels_trec"]
 
-_RANKINGS = """
-SELECT question, retriever, ranked, scores FROM eval_ranking
-WHERE run = $run AND retriever != 'floor_sweep' AND ($names = NONE OR retriever IN $names)
-ORDER BY retriever, question
-"""
-_RUN_LABELS = "SELECT question, relevant, grades FROM eval_ranking WHERE run = $run GROUP BY question, relevant, grades"
-_GOLDEN_LABELS = "SELECT id AS question, relevant, grades FROM question ORDER BY id"
-
-
 def _trec_id(value: object) -> str:
     """The id part of a record as a TREC token; whitespace would break the format, so it is refused."""
     token = str(value.id) if isinstance(value, RecordID) else str(value)
@@ -46,7 +37,7 @@ def export_run_trec(
     if scores not in {"rank", "raw"}:
         raise InputError(f"--scores must be rank or raw, got {scores!r}")
     run_id = _require_run(db, run)
-    for row in db.value(_RANKINGS, {"run": run_id, "names": retrievers}):
+    for row in db.value("RETURN fn::run_rankings($run, $names)", {"run": run_id, "names": retrievers}):
         qid = _trec_id(row["question"])
         depth = len(row["ranked"])
         for rank, (doc, raw) in enumerate(zip(row["ranked"], row["scores"]), start=1):
@@ -57,9 +48,9 @@ def export_run_trec(
 def export_qrels_trec(db: Database, *, run: str | RecordID | None = None) -> Iterator[str]:
     """Lines `qid 0 docid grade`: the golden set's labels, or with `run` the labels that run scored."""
     if run is None:
-        rows = db.value(_GOLDEN_LABELS)
+        rows = db.value("RETURN fn::golden_labels()")
     else:
-        rows = db.value(_RUN_LABELS, {"run": _require_run(db, run)})
+        rows = db.value("RETURN fn::run_labels($run)", {"run": _require_run(db, run)})
         rows.sort(key=lambda r: record_str(r["question"]))
     for row in rows:
         qid = _trec_id(row["question"])

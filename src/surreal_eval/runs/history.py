@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..store.connection import Database, record_str
-from .record import run_order
+from .record import ordered, run_metrics, run_order
 from ..models import MetricRow, RunSummary
 
 __all__ = ["history"]
@@ -11,14 +11,11 @@ __all__ = ["history"]
 
 def history(db: Database, *, limit: int | None = None) -> list[RunSummary]:
     """Finished runs, oldest first (the last `limit` of them when given)."""
-    rows = db.value(
-        "SELECT id, created_at, label, questions, ks, retrievers, means, params, golden, corpus, git_commit, trigger, tuning FROM eval_run "
-        "WHERE finished_at != NONE ORDER BY created_at DESC LIMIT $limit",
-        {"limit": limit if limit is not None else 1_000_000},
-    )
+    rows = db.value("RETURN fn::run_history($limit)", {"limit": limit if limit is not None else 1_000_000})
     runs = []
     for row in reversed(rows):
         order = run_order(row["retrievers"])
+        names = run_metrics(row)
         runs.append(
             RunSummary(
                 run=record_str(row["id"]),
@@ -27,7 +24,7 @@ def history(db: Database, *, limit: int | None = None) -> list[RunSummary]:
                 questions=row["questions"],
                 ks=row["ks"],
                 retrievers=row["retrievers"],
-                results=[MetricRow(**m) for m in sorted(row["means"], key=order)],
+                results=[MetricRow(**m, scores=ordered(m["metrics"], names)) for m in sorted(row["means"], key=order)],
                 params=row.get("params") or {},
                 golden=row.get("golden"),
                 corpus=row.get("corpus"),

@@ -14,31 +14,7 @@ from ..models import Bounds, MetricRow, QuestionResult, RunReport, SweepRow
 from ..stats import confidence_intervals, resolution, sample_warning
 from ..store.connection import Database, record_str, to_record
 
-__all__ = ["run_order", "resolve_run", "run_before", "load_run", "load_for_comparison"]
-
-_RUN_QUERY = "SELECT * FROM ONLY $run WHERE finished_at != NONE"
-_SCORES_QUERY = f"""
-SELECT VALUE [{", ".join(METRICS)}]
-FROM eval_result WHERE run = $run AND retriever = $retriever AND k = $k ORDER BY question
-"""
-_LABEL_COUNTS_QUERY = """
-SELECT VALUE array::len(relevant) FROM eval_ranking WHERE run = $run AND retriever = $retriever
-"""
-_PER_QUESTION_QUERY = """
-SELECT question, retriever, floor, k, recall, hit_rate, precision, mrr, ndcg, map, r_precision,
-       array::slice(ranking.ranked, 0, k) AS ranked, ranking.relevant AS relevant
-FROM eval_result WHERE run = $run AND retriever != 'floor_sweep'
-"""
-
-
-_LATEST = """
-SELECT id, created_at FROM eval_run WHERE finished_at != NONE ORDER BY created_at DESC LIMIT $n
-"""
-_BEFORE = """
-SELECT id, created_at FROM eval_run WHERE finished_at != NONE AND created_at < $at AND id != $run
-ORDER BY created_at DESC LIMIT 1
-"""
-_EXISTS = "RETURN record::exists($run) AND $run.finished_at != NONE"
+__all__ = ["run_order", "run_metrics", "ordered", "resolve_run", "run_before", "load_run", "load_for_comparison"]
 
 def run_order(retrievers: list[str]):
     """Sort key for rows with `retriever` and `k`: report order of retrievers, then k."""
@@ -51,7 +27,7 @@ def resolve_run(db: Database, ref: str | RecordID) -> RecordID:
     `previous` (the one before it). NotFound when there is no such run."""
     if isinstance(ref, str) and ref.strip() in {"latest", "previous"}:
         wanted = 1 if ref.strip() == "latest" else 2
-        rows = db.value(_LATEST, {"n": wanted})
+        rows = db.value("RETURN fn::latest_finished_runs($n)", {"n": wanted})
         if len(rows) < wanted:
             raise NotFound(
                 "no finished run yet: `surreal-eval evaluate` records one"
@@ -62,14 +38,14 @@ def resolve_run(db: Database, ref: str | RecordID) -> RecordID:
     if isinstance(ref, str) and not ref.strip():
         raise ConfigError("empty run id: pass eval_run:ID, ID, latest or previous")
     run_id = to_record(ref.strip() if isinstance(ref, str) else ref, "eval_run")
-    if not db.value(_EXISTS, {"run": run_id}):
+    if not db.value("RETURN fn::is_finished_run($run)", {"run": run_id}):
         raise NotFound(f"no finished run {record_str(run_id)}: `surreal-eval history` lists the runs")
     return run_id
 
 
 def run_before(db: Database, run: RecordID, created_at: datetime) -> RecordID:
     """The newest finished run created before `run` (which was created at `created_at`)."""
-    rows = db.value(_BEFORE, {"at": created_at, "run": run})
+    rows = db.value("RETURN fn::finished_run_before($at, $run)", {"at": created_at, "run": run})
     if not rows:
         raise NotFound(f"no finished run before {record_str(run)} to compare it with: evaluate once more first")
     return rows[0]["id"]
@@ -89,13 +65,14 @@ def load_run(
     and its resolution, computed from the run's per-question results.
     """
     run_id = to_record(run, "eval_run")
-    row = db.value(_RUN_QUERY, {"run": run_id})
+    row = db.value("RETURN fn::finished_run($run)", {"run": run_id})
     if not row:
         raise NotFound(f"no finished run {record_str(run_id)}: `surreal-eval history` lists the runs")
     order = run_order(row["retrievers"])
-    results = [MetricRow(**m) for m in sorted(row["means"], key=order)]
+    names = run_metrics(row)
+    results = [MetricRow(**m, scores=ordered(m["metrics"], names)) for m in sorted(row["means"], key=order)]
     if intervals:
-        _add_uncertainty(db, run_id, results, row["retrievers"][0])
+        _add_uncertainty(db, run_id, results, row["retrievers"][0], names)
     report = RunReport(
         run=record_str(row["id"]),
         questions=row["questions"],
@@ -105,7 +82,7 @@ def load_run(
         retrievers=row["retrievers"],
         params=row["params"],
         results=results,
-        sweep=[SweepRow(**m) for m in sorted(row["sweep"], key=order)],
+        sweep=[SweepRow(**m, scores=ordered(m["metrics"], names)) for m in sorted(row["sweep"], key=order)],
         golden=row.get("golden"),
         corpus=row.get("corpus"),
         harness=row.get("harness"),
@@ -115,13 +92,14 @@ def load_run(
         warning=sample_warning(row["questions"]),
     )
     if per_question:
-        rows = db.value(_PER_QUESTION_QUERY, {"run": run_id})
+        rows = db.value("RETURN fn::run_results($run)", {"run": run_id})
         rows.sort(key=lambda r: (record_str(r["question"]), order(r)))
         report.per_question = [
             QuestionResult(
                 **{
                     **r,
                     "question": record_str(r["question"]),
+                    "scores": ordered(r["metrics"], names),
                     "ranked": [record_str(x) for x in r["ranked"]],
                     "relevant": [record_str(x) for x in r["relevant"] or []],
                 }
@@ -131,22 +109,34 @@ def load_run(
     return report
 
 
-def _add_uncertainty(db: Database, run_id: RecordID, rows: list[MetricRow], retriever: str) -> None:
+def run_metrics(row: dict) -> list[str]:
+    """The metrics stored run `row` scored, in report order (METRICS for a run that did not record them)."""
+    return list(row.get("metrics") or METRICS)
+
+
+def ordered(scores: dict[str, float], names: list[str]) -> dict[str, float]:
+    """`scores` ({name: value}, as the database returns it, in name order) in the order of `names`."""
+    return {name: scores[name] for name in names if name in scores}
+
+
+def _add_uncertainty(db: Database, run_id: RecordID, rows: list[MetricRow], retriever: str, names: list[str]) -> None:
     """Fill each row's bootstrap interval and resolution per metric from the run's per-question scores.
 
     The scores are read one retriever and k at a time, in question order (so the same run always
     gets the same intervals), and kept as one float array per metric: memory grows with questions x
-    means, never with a dict per stored result.
+    means, never with a dict per stored result. Resolution is given for the metrics stats.resolution
+    knows.
     """
     columns: list[np.ndarray] = []
     scored: list[MetricRow] = []
     for row in rows:
-        values = np.asarray(db.value(_SCORES_QUERY, {"run": run_id, "retriever": row.retriever, "k": row.k}), dtype=float)
+        found = db.value("RETURN fn::run_scores($run, $retriever, $k)", {"run": run_id, "retriever": row.retriever, "k": row.k})
+        values = np.asarray([[s[name] for name in names] for s in found], dtype=float)
         if values.size:
             scored.append(row)
             columns.extend(values.T)
-    counts = db.value(_LABEL_COUNTS_QUERY, {"run": run_id, "retriever": retriever})
+    counts = db.value("RETURN fn::run_label_counts($run, $retriever)", {"run": run_id, "retriever": retriever})
     intervals = iter(confidence_intervals(columns))  # one resampling for every mean, as if one by one
     for row in scored:
-        row.intervals = {metric: Bounds(low=i.low, high=i.high) for metric, i in zip(METRICS, intervals)}
-        row.resolution = {metric: resolution(counts, metric, k=row.k) for metric in METRICS} if counts else None
+        row.intervals = {metric: Bounds(low=i.low, high=i.high) for metric, i in zip(names, intervals)}
+        row.resolution = {metric: resolution(counts, metric, k=row.k) for metric in names if metric in METRICS} if counts else None

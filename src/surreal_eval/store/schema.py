@@ -8,20 +8,19 @@ from __future__ import annotations
 
 import hashlib
 import re
-from importlib import resources
-from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from .connection import Database
 from ..errors import ConfigError
-from ..grammar import check_number
+from ..grammar import check_number, file_metrics, surql_dir
 
 __all__ = [
     "HARNESS_SCRIPTS",
     "HarnessConfig",
     "surql_dir",
+    "metric_dispatch",
     "render",
     "statement",
     "import_harness",
@@ -36,10 +35,12 @@ __all__ = [
 #: The files that make up the harness, in the order they are applied. corpus and corpus_indexes
 #: are templates of one corpus table, applied here for `article` (and by define_corpus for others).
 HARNESS_SCRIPTS = ("schema", "corpus", "corpus_indexes", "ingest", "retrievers", "registry", "metrics", "history", "evaluate",
-                   "queries", "access")
+                   "queries", "runs", "access")
 CORPUS_SCRIPTS = ("corpus", "corpus_indexes")
 DOCUMENTS = "article"
 SEED_SCRIPT = "seed"
+#: The name the generated metric dispatch (metric_dispatch) is recorded under in harness_script.
+METRIC_DISPATCH = "metric_dispatch"
 DEMO_DIMENSION = 4
 
 _PLACEHOLDER = re.compile(r"\{\{\s*([a-z_]+)\s*\}\}")
@@ -68,18 +69,6 @@ def checked_config(*, dimension: Any, knn_depth: Any = 100, knn_ef: Any = 100) -
     """A HarnessConfig from option values, each range-checked (grammar.LIMITS) with a one-line error."""
     return HarnessConfig(dimension=check_number("dimension", dimension), knn_depth=check_number("knn_depth", knn_depth),
                          knn_ef=check_number("knn_ef", knn_ef))
-
-
-def surql_dir() -> Path:
-    """The folder holding the .surql files: inside the installed package, or the source tree's surql/."""
-    packaged = resources.files("surreal_eval") / "surql"
-    if packaged.is_dir():
-        return Path(str(packaged))
-    source = Path(__file__).resolve().parents[3] / "surql"
-    if source.is_dir():
-        return source
-    raise ConfigError("the harness's surql/ folder is missing from this installation")
-
 
 def identifier(name: str, *, what: str = "name") -> str:
     """`name` if it is a plain SurrealQL identifier (letters, digits, _, not a reserved word), else a ConfigError."""
@@ -164,21 +153,40 @@ def import_harness(db: Database, config: HarnessConfig, *, skip_unchanged: bool 
             continue
         _apply(db, text)
         applied.append(name)
-    db.query(
-        """
-        DEFINE TABLE OVERWRITE harness_config SCHEMALESS PERMISSIONS FOR select FULL FOR create, update, delete NONE;
-        UPSERT harness_config:current CONTENT $config RETURN NONE;
-        FOR $name IN object::keys($checksums) {
-            LET $sum = $checksums[$name];
-            LET $row = type::record('harness_script', $name);
-            IF $row.checksum != $sum {
-                UPSERT $row CONTENT { checksum: $sum, applied_at: time::now() } RETURN NONE;
-            };
-        };
-        """,
-        {"config": config.model_dump(), "checksums": checksums},
-    )
+    dispatch = metric_dispatch(db)
+    checksums[METRIC_DISPATCH] = hashlib.sha256(dispatch.encode("utf-8")).hexdigest()
+    if recorded.get(METRIC_DISPATCH) != checksums[METRIC_DISPATCH]:
+        _apply(db, dispatch)
+        applied.append(METRIC_DISPATCH)
+    db.value("RETURN fn::record_import($config, $checksums)", {"config": config.model_dump(), "checksums": checksums})
     return applied
+
+
+def metric_dispatch(db: Database) -> str:
+    """SurrealQL defining fn::scored_metrics, fn::metrics and fn::extra_metrics over every fn::metric_*
+    in `db` (metrics.surql applied): the file's in file order, then any other by name.
+
+    SurrealQL cannot call a function named by a value, so the calls are written out here, each
+    name a validated identifier; fn::extra_metrics holds those fn::standard_metrics_at leaves out.
+    """
+    defined = [name[len("metric_"):] for name in db.value("INFO FOR DB")["functions"] if name.startswith("metric_")]
+    ordered = [n for n in file_metrics(_read("metrics")) if n in defined] + sorted(set(defined) - set(file_metrics(_read("metrics"))))
+    names = [identifier(n, what="metric") for n in ordered]
+    standard = set(db.value("RETURN object::keys(fn::standard_metrics_at([0], [0], [1], [1])[0])"))
+    args = "($ranked: array, $relevant: array, $grades: array, $k: int) -> object"
+
+    def calls(chosen: list[str]) -> str:
+        return ", ".join(n + ": fn::metric_" + n + "($ranked, $relevant, $grades, $k)" for n in chosen)
+
+    return "\n".join([
+        "-- fn::scored_metrics: every metric of this database (a function fn::metric_<name> each), in report order.",
+        "DEFINE FUNCTION OVERWRITE fn::scored_metrics() -> array<string> { RETURN " + repr(names).replace('"', "'") + "; };",
+        "-- fn::metrics: every metric of fn::scored_metrics() of one ranking at cutoff $k, as {<name>: value}.",
+        "DEFINE FUNCTION OVERWRITE fn::metrics" + args + " { RETURN { " + calls(names) + " }; };",
+        "-- fn::extra_metrics: the metrics of fn::scored_metrics() that fn::standard_metrics_at does not compute, at cutoff $k, as {<name>: value}.",
+        "DEFINE FUNCTION OVERWRITE fn::extra_metrics" + args + " { RETURN { "
+        + calls([n for n in names if n not in standard]) + " }; };",
+    ])
 
 
 def import_seed(db: Database) -> None:
