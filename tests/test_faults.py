@@ -289,3 +289,31 @@ def test_an_evaluation_gives_the_store_a_chance_to_flush_between_groups_of_batch
     report = evaluate(seeded, ks=[1, 3], progress=lambda done, total: seen.append((done, total)))
     assert report.questions == 8 and len(calls) == 2
     assert seen == [(4, 8), (8, 8)]
+
+
+def test_two_evaluations_through_one_connection_each_record_their_own_run(seeded, monkeypatch):
+    """Two threads evaluating through one library connection: the second starts while the first is
+    writing (after its first batch of questions), and neither discards the other's unfinished run
+    as stale (an embedded store discards any other unfinished run at once)."""
+    import threading
+
+    import surreal_eval.runs.evaluate as evaluation
+
+    monkeypatch.setattr(evaluation, "BATCH", 1)  # eight statements a run: the first is mid-run for long
+    first_batch = threading.Event()
+    reports, failures = {}, []
+
+    def run(label, progress=None):
+        try:
+            reports[label] = evaluate(seeded, ks=[1, 3], label=label, concurrency=1, progress=progress)
+        except BaseException as error:  # noqa: BLE001 - collected and asserted below
+            failures.append(error)
+
+    first = threading.Thread(target=run, args=("first", lambda done, total: first_batch.set()))
+    second = threading.Thread(target=lambda: first_batch.wait(60) and run("second"))
+    first.start(), second.start()
+    first.join(timeout=120), second.join(timeout=120)
+    assert failures == []
+    assert sorted(reports) == ["first", "second"]
+    assert sorted(r.run for r in history(seeded)) == sorted(r.run for r in reports.values())
+    assert seeded.value("RETURN count(SELECT id FROM eval_run WHERE finished_at = NONE)") == 0

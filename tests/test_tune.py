@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from surreal_eval import Rejected, history
+from surreal_eval import Rejected, evaluate, history
+from surreal_eval.runs import tune as tune_module
 from surreal_eval.present.cli import app
 from surreal_eval.store.schema import harness_config
 from surreal_eval.runs.tune import assign_splits, parse_values, tune
@@ -52,6 +53,61 @@ def test_tuning_knn_ef_restores_the_harness(seeded):
     result = tune(seeded, param="knn_ef", values=[10, 40], metric="recall@3")
     assert [r["value"] for r in result.sweep] == [10, 40]
     assert harness_config(seeded) == before
+
+
+def _harness_state(db) -> dict:
+    """What an ordinary evaluation reads of the harness: its definitions, config and checksum."""
+    functions = db.value("INFO FOR DB")["functions"]
+    return {"functions": {name: body for name, body in functions.items() if name != "vec_candidates_at_ef"},
+            "config": harness_config(db), "checksum": db.value("RETURN fn::harness_checksum()")}
+
+
+def _scores(db) -> dict:
+    """Every mean of an ordinary evaluation, by retriever and k (means may differ in the last bit: summation order)."""
+    return {(r.retriever, r.k): pytest.approx(r.scores, rel=1e-12) for r in evaluate(db, ks=[1, 3], intervals=False).results}
+
+
+@pytest.mark.parametrize("killed_at", [1, 2, 3, "final evaluation"])
+def test_a_knn_ef_sweep_killed_at_any_point_leaves_what_evaluations_read_unchanged(seeded, monkeypatch, killed_at):
+    """A SIGKILL runs no clean-up: the sweep dies after its Nth ef was rendered (3: the best ef, for
+    the recorded run) or inside the recorded run, and nothing restores anything afterwards."""
+    assign_splits(seeded, seed=0)
+    before, scores = _harness_state(seeded), _scores(seeded)
+    assert scores  # it evaluates
+    calls = []
+    original = tune_module.define_vector_ef
+
+    def define(db, ef):
+        calls.append(ef)
+        original(db, ef)
+        if calls and len(calls) == killed_at:
+            raise KeyboardInterrupt(f"killed after rendering ef {ef}")
+
+    def killed_evaluation(*args, **kwargs):
+        raise KeyboardInterrupt("killed inside the recorded run")
+
+    monkeypatch.setattr(tune_module, "define_vector_ef", define)
+    monkeypatch.setattr(tune_module, "_restore_ef", lambda db: None)  # a killed process cleans nothing up
+    # on ten articles every ef ranks alike: let equal means count as a pick, so the sweep goes on to
+    # render the best ef and record its run (points 3 and the final evaluation)
+    monkeypatch.setattr(tune_module, "resolution", lambda counts, metric: 0.0)
+    if killed_at == "final evaluation":
+        monkeypatch.setattr(tune_module, "evaluate", killed_evaluation)
+    with pytest.raises(KeyboardInterrupt):
+        tune(seeded, param="knn_ef", values=[10, 40], metric="recall@3")
+    assert calls  # it did render another ef before it died
+    assert _harness_state(seeded) == before
+    assert {key: value.expected for key, value in _scores(seeded).items()} == scores
+    assert [r.run for r in history(seeded) if r.trigger == "tune"] == []  # the killed tune recorded no run
+
+
+def test_a_tuned_knn_ef_is_recorded_in_the_runs_parameters(seeded, monkeypatch):
+    assign_splits(seeded, seed=0)
+    monkeypatch.setattr(tune_module, "resolution", lambda counts, metric: 0.0)  # equal means: the first is picked
+    result = tune(seeded, param="knn_ef", values=[10, 40], metric="recall@3")
+    assert result.report.params["knn_ef"] == result.best
+    (run,) = history(seeded)
+    assert run.params["knn_ef"] == result.best
 
 
 @pytest.mark.parametrize(("param", "text", "expected"), [
@@ -102,7 +158,7 @@ def test_tuning_that_cannot_tell_the_values_apart_names_no_best_and_records_noth
     assert result.best is None and result.report is None
     assert result.tied == [row["value"] for row in result.sweep]
     assert "cannot tell them apart" in result.note
-    assert history(seeded) == []
+    assert [r.run for r in history(seeded) if r.trigger == "tune"] == []  # the killed tune recorded no run
 
 
 def test_values_tied_for_the_best_are_named(seeded):

@@ -55,13 +55,16 @@ def evaluate(
     # runs left unfinished by a killed process or a dropped connection are invisible; clear them:
     # one process holds an embedded store, so any unfinished run there is dead; on a server, other
     # evaluators may be running, so only runs unfinished for a day are taken as dead
+    # (never the runs this connection is still writing: two threads may evaluate through it at once)
     age = STALE_EMBEDDED if db.settings.is_embedded else STALE_SERVER
-    db.value("RETURN fn::discard_stale_runs(<duration> $age)", {"age": age})
-    started = db.value(
-        "RETURN fn::start_run($ks, $names, $given, $label)",
-        {"ks": ks, "names": names, "given": given, "label": label},
-    )
-    run, questions = started["run"], started["questions"]
+    with db.starting:
+        db.value("RETURN fn::discard_stale_runs(<duration> $age, $live)", {"age": age, "live": list(db.live_runs)})
+        started = db.value(
+            "RETURN fn::start_run($ks, $names, $given, $label)",
+            {"ks": ks, "names": names, "given": given, "label": label},
+        )
+        run, questions = started["run"], started["questions"]
+        db.live_runs.add(run)
     calls = [("RETURN fn::evaluate_questions($run, $ids)", {"run": run, "ids": questions[i : i + BATCH]})
              for i in range(0, len(questions), BATCH)]
     try:
@@ -80,6 +83,8 @@ def evaluate(
         except Exception:  # the connection itself may be what failed
             log.debug("could not discard %s", run, exc_info=True)
         raise
+    finally:
+        db.live_runs.discard(run)
     return load_run(db, run, per_question=per_question, intervals=intervals)
 
 

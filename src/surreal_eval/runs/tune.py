@@ -10,7 +10,7 @@ from pydantic import BaseModel
 from ..store.connection import Database, record_str
 from ..errors import ConfigError, Rejected
 from .evaluate import evaluate
-from ..store.schema import HarnessConfig, harness_config, import_harness
+from ..store.schema import define_vector_ef, harness_config
 from ..grammar import check_number, parse_metric
 from ..store.registry import registry, tuned_by
 from ..models import RunReport
@@ -156,12 +156,9 @@ def tune(
                           forced=not held_out, resolution=step, tied=tied, note=note, report=None)
     note = (f"{param} = {', '.join(map(str, tied))} tie for the best {spec} on {on} (within the mean's resolution "
             f"{step:.4g}): the first listed is taken, a coin flip between them") if len(tied) > 1 else None
-    original = harness_config(db)
-    chosen = {**base, "split": report_split}
-    if param == "knn_ef":
-        _set_ef(db, original, best)
-    else:
-        chosen[param] = best
+    chosen = {**base, "split": report_split, param: best}
+    if param == "knn_ef":  # the run reads fn::vec_candidates_at_ef, rendered at the best ef
+        define_vector_ef(db, best)
     tuning = {"param": param, "values": values, "metric": str(spec), "retriever": retriever,
               "sweep": sweep, "best": best, "tied": tied, "forced": not held_out, "tuned_on": tune_split or "all"}
     try:
@@ -172,16 +169,17 @@ def tune(
             trigger="tune",
         )
     finally:
-        if param == "knn_ef" and original is not None:
-            import_harness(db, original)
+        if param == "knn_ef":
+            _restore_ef(db)
     return TuneResult(param=param, retriever=retriever, metric=str(spec), sweep=sweep, best=best,
                       forced=not held_out, resolution=step, tied=tied, note=note, report=report)
 
 
-def _set_ef(db: Database, config: HarnessConfig | None, ef: int) -> None:
-    if config is None:
-        raise ConfigError("the harness is not imported here: run `surreal-eval init` first")
-    import_harness(db, config.model_copy(update={"knn_ef": ef}))
+def _restore_ef(db: Database) -> None:
+    """fn::vec_candidates_at_ef back at the configured ef (tidiness only: no ordinary run reads it)."""
+    config = harness_config(db)
+    if config is not None:
+        define_vector_ef(db, config.knn_ef)
 
 
 def _sweep(db: Database, param: str, values: list[Any], spec, retriever: str, given: dict[str, Any]) -> list[dict]:
@@ -190,16 +188,16 @@ def _sweep(db: Database, param: str, values: list[Any], spec, retriever: str, gi
             "RETURN fn::tune_sweep($param, $values, $metric, $k, $retriever, $given)",
             {"param": param, "values": values or [], "metric": spec.name, "k": spec.k, "retriever": retriever, "given": given},
         )
-    original = harness_config(db)
     rows = []
     try:
-        for ef in values:  # the KNN ef is a literal in SurrealQL: re-render the retrievers per value
-            _set_ef(db, original, ef)
+        # the KNN ef is a literal in SurrealQL: a harness-owned copy of the vector candidates is
+        # rendered per value, which only a run carrying knn_ef reads (never an ordinary evaluation)
+        for ef in values:
+            define_vector_ef(db, ef)
             rows += db.value(
                 "RETURN fn::tune_sweep('knn_ef', [$ef], $metric, $k, $retriever, $given)",
-                {"ef": ef, "metric": spec.name, "k": spec.k, "retriever": retriever, "given": given},
+                {"ef": ef, "metric": spec.name, "k": spec.k, "retriever": retriever, "given": {**given, "knn_ef": ef}},
             )
     finally:
-        if original is not None:
-            import_harness(db, original)
+        _restore_ef(db)
     return rows

@@ -156,6 +156,10 @@ class Database:
         self._loop = loop
         self.settings = settings
         self._closed = False
+        #: runs this connection is writing (runs.evaluate): never discarded as stale while they are
+        self.live_runs: set[Any] = set()
+        #: held while a run is started, so that two threads starting runs see each other's
+        self.starting = threading.Lock()
         self._wal = _wal_folder(settings.url)
         _OPEN.add(self)
 

@@ -27,6 +27,7 @@ __all__ = [
     "import_seed",
     "harness_config",
     "define_corpus",
+    "define_vector_ef",
     "define_corpus_indexes",
     "corpus_tables",
     "identifier",
@@ -34,7 +35,7 @@ __all__ = [
 
 #: The files that make up the harness, in the order they are applied. corpus and corpus_indexes
 #: are templates of one corpus table, applied here for `article` (and by define_corpus for others).
-HARNESS_SCRIPTS = ("schema", "corpus", "corpus_indexes", "ingest", "retrievers", "registry", "metrics", "history", "evaluate",
+HARNESS_SCRIPTS = ("schema", "corpus", "corpus_indexes", "ingest", "retrievers", "tune_ef", "registry", "metrics", "history", "evaluate",
                    "queries", "runs", "access")
 CORPUS_SCRIPTS = ("corpus", "corpus_indexes")
 DOCUMENTS = "article"
@@ -196,6 +197,15 @@ def import_seed(db: Database) -> None:
         got = "no harness" if config is None else f"dimension {config.dimension}"
         raise ConfigError(f"the demo seed needs the harness imported with dimension 4, found {got}")
     _apply(db, _read(SEED_SCRIPT))
+
+
+def define_vector_ef(db: Database, ef: int) -> None:
+    """Render surql/tune_ef.surql alone with HNSW search width `ef` and apply it: fn::vec_candidates_at_ef,
+    read only by a run whose parameters carry `knn_ef` (tune's sweep). Not recorded in harness_script:
+    the harness as imported, and every ordinary evaluation, are unchanged by it."""
+    config = _require_config(db)
+    values = {**config.model_dump(), "knn_ef": check_number("knn_ef", ef), "corpus": DOCUMENTS}
+    _apply(db, render(_read("tune_ef"), values, source="surql/tune_ef.surql"))
 
 
 def define_corpus(db: Database, table: str, *, indexes: bool = True) -> None:
