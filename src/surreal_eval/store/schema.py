@@ -14,6 +14,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field
 
 from .connection import Database
+from .ownership import defined_names, record_owned, refuse_conflicts
 from ..errors import ConfigError
 
 __all__ = [
@@ -130,18 +131,21 @@ def import_harness(db: Database, config: HarnessConfig) -> list[str]:
     """Apply every harness script to `db`, rendered with `config`; returns the script names applied.
 
     Importing again with the same config changes nothing (every statement is DEFINE ... OVERWRITE).
-    A dimension that differs from the embeddings already stored is refused.
+    A dimension that differs from the embeddings already stored is refused, and so is any name the
+    harness defines that the database already holds and the harness did not make (ownership.py).
     """
+    values = {**config.model_dump(), "corpus": DOCUMENTS}
+    texts = {name: render(_read(name), values, source=f"surql/{name}.surql") for name in HARNESS_SCRIPTS}
+    names = defined_names(texts.values())
+    refuse_conflicts(db, names)
     stored = _stored_dimension(db) if _has_harness(db) else None
     if stored and stored != config.dimension:
         raise ConfigError(
             f"the database holds {stored}-d embeddings; it cannot be re-imported with dimension "
             f"{config.dimension} (use a new database, or --dimension {stored})"
         )
-    values = {**config.model_dump(), "corpus": DOCUMENTS}
     checksums = {}
-    for name in HARNESS_SCRIPTS:
-        text = render(_read(name), values, source=f"surql/{name}.surql")
+    for name, text in texts.items():
         _apply(db, text)
         checksums[name] = hashlib.sha256(text.encode("utf-8")).hexdigest()
     db.query(
@@ -158,6 +162,7 @@ def import_harness(db: Database, config: HarnessConfig) -> list[str]:
         """,
         {"config": config.model_dump(), "checksums": checksums},
     )
+    record_owned(db, names)
     return list(checksums)
 
 
