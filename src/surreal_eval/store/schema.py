@@ -30,17 +30,24 @@ __all__ = [
     "define_corpus_indexes",
     "corpus_tables",
     "identifier",
+    "attached_tables",
+    "attached_script",
+    "require_config",
+    "apply",
 ]
 
 #: The files that make up the harness, in the order they are applied. corpus and corpus_indexes
 #: are templates of one corpus table, applied here for `article` (and by define_corpus for others).
-HARNESS_SCRIPTS = ("schema", "corpus", "corpus_indexes", "ingest", "retrievers", "registry", "metrics", "history", "evaluate",
-                   "queries", "access")
+HARNESS_SCRIPTS = ("schema", "corpus", "corpus_indexes", "ingest", "retrievers", "attached", "registry", "metrics",
+                   "history", "evaluate", "queries", "access")
+#: The script rendered with one branch per attached table (see attached_script).
+ATTACHED_SCRIPT = "attached"
 CORPUS_SCRIPTS = ("corpus", "corpus_indexes")
 DOCUMENTS = "article"
 SEED_SCRIPT = "seed"
 DEMO_DIMENSION = 4
 
+_EACH = re.compile(r"^-- each (content|embedding)\n(.*?)^-- end\n", re.MULTILINE | re.DOTALL)
 _PLACEHOLDER = re.compile(r"\{\{\s*([a-z_]+)\s*\}\}")
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
 #: Words refused as table and user names, matched case-insensitively: those SurrealDB's parser may
@@ -135,7 +142,9 @@ def import_harness(db: Database, config: HarnessConfig) -> list[str]:
     harness defines that the database already holds and the harness did not make (ownership.py).
     """
     values = {**config.model_dump(), "corpus": DOCUMENTS}
-    texts = {name: render(_read(name), values, source=f"surql/{name}.surql") for name in HARNESS_SCRIPTS}
+    attached = attached_tables(db)
+    texts = {name: attached_script(attached, config) if name == ATTACHED_SCRIPT
+             else render(_read(name), values, source=f"surql/{name}.surql") for name in HARNESS_SCRIPTS}
     names = defined_names(texts.values())
     refuse_conflicts(db, names)
     stored = _stored_dimension(db) if _has_harness(db) else None
@@ -146,7 +155,7 @@ def import_harness(db: Database, config: HarnessConfig) -> list[str]:
         )
     checksums = {}
     for name, text in texts.items():
-        _apply(db, text)
+        apply(db, text)
         checksums[name] = hashlib.sha256(text.encode("utf-8")).hexdigest()
     db.query(
         """
@@ -166,13 +175,32 @@ def import_harness(db: Database, config: HarnessConfig) -> list[str]:
     return list(checksums)
 
 
+def attached_tables(db: Database) -> list[dict]:
+    """The corpus_table rows of the tables attached in place, as {table, content, embedding, ...}, by table."""
+    if "corpus_table" not in db.value("INFO FOR DB")["tables"]:
+        return []
+    return db.value("SELECT *, record::id(id) AS table OMIT id FROM corpus_table WHERE attached = true ORDER BY table")
+
+
+def attached_script(rows: list[dict], config: HarnessConfig) -> str:
+    """surql/attached.surql rendered with one branch per row of `rows` naming the branch's field."""
+    source = f"surql/{ATTACHED_SCRIPT}.surql"
+
+    def expand(each: re.Match[str]) -> str:
+        field = each[1]
+        return "".join(render(each[2], {**config.model_dump(), "table": row["table"], field: row[field]}, source=source)
+                       for row in rows if row.get(field))
+
+    return render(_EACH.sub(expand, _read(ATTACHED_SCRIPT)), config.model_dump(), source=source)
+
+
 def import_seed(db: Database) -> None:
     """Apply surql/seed.surql, the lesson's ten articles and eight questions (4-d embeddings)."""
     config = harness_config(db)
     if config is None or config.dimension != DEMO_DIMENSION:
         got = "no harness" if config is None else f"dimension {config.dimension}"
         raise ConfigError(f"the demo seed needs the harness imported with dimension 4, found {got}")
-    _apply(db, _read(SEED_SCRIPT))
+    apply(db, _read(SEED_SCRIPT))
 
 
 def define_corpus(db: Database, table: str, *, indexes: bool = True) -> None:
@@ -181,18 +209,18 @@ def define_corpus(db: Database, table: str, *, indexes: bool = True) -> None:
     With `indexes=False` the BM25 and HNSW indexes are left out, for a bulk load that defines them
     afterwards with define_corpus_indexes (one pass over the data instead of one per row).
     """
-    config = _require_config(db)
+    config = require_config(db)
     values = {"corpus": identifier(table, what="corpus table"), "dimension": config.dimension}
-    _apply(db, render(_read("corpus"), values, source="surql/corpus.surql"))
+    apply(db, render(_read("corpus"), values, source="surql/corpus.surql"))
     if indexes:
         define_corpus_indexes(db, table)
 
 
 def define_corpus_indexes(db: Database, table: str) -> None:
     """Define the FULLTEXT (BM25) and HNSW indexes of corpus table `table`, building them now."""
-    config = _require_config(db)
+    config = require_config(db)
     values = {"corpus": identifier(table, what="corpus table"), "dimension": config.dimension}
-    _apply(db, render(_read("corpus_indexes"), values, source="surql/corpus_indexes.surql"))
+    apply(db, render(_read("corpus_indexes"), values, source="surql/corpus_indexes.surql"))
 
 
 def corpus_tables(db: Database) -> list[str]:
@@ -201,7 +229,7 @@ def corpus_tables(db: Database) -> list[str]:
     return sorted(found, key=lambda t: (t != DOCUMENTS, t))
 
 
-def _require_config(db: Database) -> HarnessConfig:
+def require_config(db: Database) -> HarnessConfig:
     config = harness_config(db)
     if config is None:
         raise ConfigError("the harness is not imported here: run `surreal-eval init` first")
@@ -213,6 +241,6 @@ def _has_harness(db: Database) -> bool:
     return "harness_config" in tables
 
 
-def _apply(db: Database, text: str) -> None:
-    """Run one rendered script as a single transaction: all of it applies, or none."""
-    db.query(f"BEGIN TRANSACTION;\n{text}\nCOMMIT TRANSACTION;")
+def apply(db: Database, text: str, params: dict | None = None) -> None:
+    """Run one rendered script (values in `params`) as a single transaction: all of it applies, or none."""
+    db.query(f"BEGIN TRANSACTION;\n{text}\nCOMMIT TRANSACTION;", params)
