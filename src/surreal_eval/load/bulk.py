@@ -131,6 +131,17 @@ def _not_another_table(db: Database, table: str) -> None:
     tables = db.value("INFO FOR DB")["tables"]
     if table in tables and ("corpus_table" not in tables or table not in corpus_tables(db)):
         raise ConfigError(f"table {table} exists and is not a corpus table: load into another --table")
+    if table in tables and db.value("RETURN type::record('corpus_table', $t).attached ?? false", {"t": table}):
+        raise ConfigError(f"table {table} is attached (your own table, used in place): loads never write to it; "
+                          f"load into another --table")
+
+
+def _label_table(db: Database, table: str) -> None:
+    """Refuse a label table that is neither article nor an attached table."""
+    identifier(table, what="label table")
+    if table != DOCUMENTS and not db.value("RETURN type::record('corpus_table', $t).attached ?? false", {"t": table}):
+        raise ConfigError(f"labels can name records of article or of an attached table, not {table}: "
+                          f"run `surreal-eval attach {table} --content FIELD` first")
 
 
 def _run(load: Load, body: Callable[[], Any]) -> Any:
@@ -205,8 +216,10 @@ def load_golden(
     embedder: Embedder | None = None,
     progress: Progress | None = None,
     create_harness: bool = False,
+    label_table: str = DOCUMENTS,
 ) -> LoadReport:
-    """Load golden-set questions (upsert by id), all or none.
+    """Load golden-set questions (upsert by id), all or none; bare label ids name records of
+    `label_table` (article, or a table attached with attach_table).
 
     Refused together, in one message: duplicate ids, labels naming documents that do not exist,
     questions with no labels, questions with no embedding (when no embedder is given). Refused at
@@ -217,9 +230,10 @@ def load_golden(
     load = Load(db, batch_size=batch_size, embedder=embedder, progress=progress, create_harness=create_harness)
     staging = STAGING_PREFIX + QUESTIONS
     problems = Problems("golden set")
+    _label_table(db, label_table)
 
     def body() -> LoadReport:
-        count, labels, embedded = stage_questions(load, questions, staging, problems, set())
+        count, labels, embedded = stage_questions(load, questions, staging, problems, set(), label_table)
         problems.check()
         report = LoadReport(table=QUESTIONS, loaded=count, skipped=getattr(questions, "skipped", 0),
                             embedded=embedded, labels=labels, batches=load.batches)

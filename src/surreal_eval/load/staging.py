@@ -198,12 +198,13 @@ def stage_documents(load: Load, documents: Iterable[Article], staging: str, prob
 
 
 
-def _question_row(question: Question) -> dict[str, Any]:
-    """A question as a staged row, refused with its id if it breaks a rule of the golden set."""
+def _question_row(question: Question, label_table: str = DOCUMENTS) -> dict[str, Any]:
+    """A question as a staged row (bare label ids naming records of `label_table`), refused with its
+    id if it breaks a rule of the golden set."""
     qid = question.id
     if not question.text.strip():
         raise InputError(f"question {qid!r}: the text is empty")
-    labels = [to_record(r, DOCUMENTS) for r in question.relevant]
+    labels = [to_record(r, label_table) for r in question.relevant]
     names = [record_str(r) for r in labels]
     if len(set(names)) != len(names):
         twice = next(n for n in names if names.count(n) > 1)
@@ -225,7 +226,8 @@ def _question_row(question: Question) -> dict[str, Any]:
 
 
 def stage_questions(
-    load: Load, questions: Iterable[Question], staging: str, problems: Problems, staged_documents: set[str]
+    load: Load, questions: Iterable[Question], staging: str, problems: Problems, staged_documents: set[str],
+    label_table: str = DOCUMENTS,
 ) -> tuple[int, int, int]:
     """Stage every question; returns (questions staged, labels, embedded by the embedder)."""
     load.db.query(statement("DEFINE TABLE OVERWRITE {{staging}} SCHEMALESS", staging=staging))
@@ -243,7 +245,7 @@ def stage_questions(
             if not question.relevant:
                 problems.add("questions with no labels", question.id)
                 continue
-            row = _question_row(question)
+            row = _question_row(question, label_table)
             for label in row["relevant"]:
                 if not (label.table_name == DOCUMENTS and label.id in staged_documents):
                     to_check.setdefault(record_str(label), (label, question.id))
