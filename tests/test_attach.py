@@ -287,3 +287,22 @@ def test_loads_never_write_to_an_attached_table_and_labels_need_an_attached_tabl
     assert table_state(db, "documents") == before
     reimported = import_harness(db, HarnessConfig(dimension=4, knn_ef=40))  # as tune does: the attached branches stay
     assert reimported and db.value("RETURN fn::retrieve('vector', '', [0.9, 0.1, 0, 0], 1, { corpus: 'documents' })")[0].id == "refund"
+
+
+def test_an_attached_table_is_chunked_and_its_labels_score_the_chunks(attached):
+    from surreal_eval.load.chunking import chunk_corpus
+
+    from .test_chunks import WordHashEmbedder
+
+    store, before = attached
+    db = connect(Settings(url=f"surrealkv://{store}"))
+    report = chunk_corpus(db, source="documents", target="doc_chunks", size=3, overlap=1, embedder=WordHashEmbedder())
+    assert report.loaded > len(DOCS)
+    assert {str(d) for d in db.value("SELECT VALUE doc FROM doc_chunks")} == {f"documents:{k}" for k in DOCS}
+    assert db.value("SELECT VALUE content FROM ONLY doc_chunks:⟨refund#0⟩") == "How to request"
+    run = evaluate(db, ks=[5], retrievers=["bm25"], params={"corpus": "doc_chunks"}, per_question=True)
+    ranked = {r.question: r.ranked for r in run.per_question}
+    assert all(x.startswith("documents:") for ids in ranked.values() for x in ids)  # chunks scored as their documents
+    assert "documents:refund" in ranked["question:money"]
+    assert table_state(db, "documents") == before
+    db.close()

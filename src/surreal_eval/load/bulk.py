@@ -176,8 +176,10 @@ def load_corpus(
     progress: Progress | None = None,
     create_harness: bool = False,
     source: str | None = None,
+    doc_table: str = DOCUMENTS,
 ) -> LoadReport:
     """Load documents into corpus table `table` (upsert by id), all or none, then build its indexes.
+    A chunk's `doc` names a record of `doc_table` (article, or the attached table it was cut from).
 
     The load is then marked as one ingest (watch.record_ingest), which evaluates the golden set
     inside the database when `surreal-eval watch` asked for it; the run is in the report.
@@ -194,7 +196,7 @@ def load_corpus(
     problems = Problems("corpus")
 
     def body() -> LoadReport:
-        staged, embedded = stage_documents(load, documents, staging, problems, kind)
+        staged, embedded = stage_documents(load, documents, staging, problems, kind, doc_table)
         problems.check()
         report = LoadReport(table=table, loaded=len(staged), embedded=embedded, batches=load.batches)
         if not staged:

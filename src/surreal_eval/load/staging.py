@@ -156,8 +156,10 @@ def _document_text(doc: Article) -> str:
     return doc.content or doc.title
 
 
-def stage_documents(load: Load, documents: Iterable[Article], staging: str, problems: Problems, kind: str) -> tuple[set[str], int]:
-    """Stage every document; returns the ids staged and how many the embedder embedded."""
+def stage_documents(load: Load, documents: Iterable[Article], staging: str, problems: Problems, kind: str,
+                    doc_table: str = DOCUMENTS) -> tuple[set[str], int]:
+    """Stage every document (a chunk's bare `doc` id naming a record of `doc_table`); returns the ids
+    staged and how many the embedder embedded."""
     load.db.query(statement("DEFINE TABLE OVERWRITE {{staging}} SCHEMALESS", staging=staging))
     seen: set[str] = set()
     embedded = 0
@@ -189,7 +191,7 @@ def stage_documents(load: Load, documents: Iterable[Article], staging: str, prob
             row = doc.model_dump(exclude_none=True)
             row["embedding"] = vector
             if doc.doc is not None:
-                row["doc"] = to_record(doc.doc, DOCUMENTS)
+                row["doc"] = to_record(doc.doc, doc_table)
             rows.append(row)
         load.insert(staging, rows)
         done += len(batch)
