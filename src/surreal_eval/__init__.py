@@ -32,6 +32,7 @@ from .present.junit import write_junit
 from .load.records import add_articles, add_questions, delete_article
 from .store.schema import HarnessConfig, import_harness, import_seed
 from .load.bulk import DatasetReport, LoadReport, load_beir, load_corpus, load_dataset, load_golden, recover_loads
+from .load.attach import AttachReport, attach_table
 from .load.readers import read_beir, read_documents, read_qrels, read_questions
 from .runs.history import history
 from .present.html import write_report
@@ -108,6 +109,8 @@ __all__ = [
     "import_seed",
     "load_beir",
     "load_corpus",
+    "attach_table",
+    "AttachReport",
     "load_dataset",
     "load_golden",
     "load_run",
