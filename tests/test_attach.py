@@ -202,6 +202,8 @@ def test_an_attached_table_is_evaluated_compared_and_gated_through_the_cli(attac
     assert compared.exit_code == 0, compared.output
     gated = cli(store, "gate", "--baseline", data["run"], "--metric", "recall@3")
     assert gated.exit_code == 0, gated.output
+    diagnosed = cli(store, "diagnose", "money", "--corpus", "documents", "--k", "3")
+    assert diagnosed.exit_code == 0 and "How to request a refund" in diagnosed.stdout, diagnosed.output
     db = connect(Settings(url=f"surrealkv://{store}"))
     assert table_state(db, "documents") == before
     db.close()

@@ -16,10 +16,10 @@ LET $q = (SELECT id, text, embedding, relevant, grades FROM ONLY $question);
 LET $p = fn::run_params([$k], $given);
 RETURN {
     question: $q,
-    labels: $q.relevant.map(|$r, $i| { id: $r, title: $r.title, grade: $q.grades[$i] }),
+    labels: $q.relevant.map(|$r, $i| { id: $r, title: fn::record_title($r), grade: $q.grades[$i] }),
     rankings: fn::question_rankings($q, $p, $names)[WHERE retriever != 'floor_sweep'].map(|$e| {
         retriever: $e.retriever,
-        hits: $e.list.map(|$h| { id: $h.id, score: $h.score, title: $h.id.title })
+        hits: $e.list.map(|$h| { id: $h.id, score: $h.score, title: fn::record_title($h.id) })
     })
 };
 """
