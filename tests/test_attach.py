@@ -276,7 +276,7 @@ def test_attach_with_index_defines_harness_owned_indexes_and_says_so(tmp_path):
     db.close()
 
 
-def test_loads_never_write_to_an_attached_table_and_labels_need_an_attached_table():
+def test_loads_never_write_to_an_attached_table_and_labels_need_an_attached_table_and_existing_records():
     db = connect(Settings(url="mem://"))
     langchain_documents(db)
     import_harness(db, HarnessConfig(dimension=4))
@@ -286,6 +286,10 @@ def test_loads_never_write_to_an_attached_table_and_labels_need_an_attached_tabl
         load_corpus(db, [Article(id="x", content="new", embedding=[1.0, 0.0, 0.0, 0.0])], table="documents")
     with pytest.raises(ConfigError, match="attach elsewhere"):
         load_golden(db, [Question(id="q", text="t", embedding=[1.0, 0, 0, 0], relevant=["x"])], label_table="elsewhere")
+    with pytest.raises(InputError, match="labels to unknown documents: q -> documents:nope"):
+        load_golden(db, [Question(id="q", text="t", embedding=[1.0, 0, 0, 0], relevant=["refund", "nope"])],
+                    label_table="documents")
+    assert db.value("SELECT VALUE id FROM question") == []
     assert table_state(db, "documents") == before
     reimported = import_harness(db, HarnessConfig(dimension=4, knn_ef=40))  # as tune does: the attached branches stay
     assert reimported and db.value("RETURN fn::retrieve('vector', '', [0.9, 0.1, 0, 0], 1, { corpus: 'documents' })")[0].id == "refund"

@@ -22,6 +22,7 @@ from pydantic import BaseModel
 
 from ..errors import InputError
 from ..store.connection import Database
+from ..store.journal import STAGING_PREFIX, UNDO_PREFIX
 from ..store.ownership import record_owned, refuse_conflicts
 from ..store.schema import DOCUMENTS, apply, attached_script, attached_tables, identifier, render, require_config
 
@@ -72,7 +73,8 @@ def _check_table(db: Database, table: str) -> None:
     owned = "harness_object" in tables and db.value(
         "RETURN record::exists(type::record('harness_object', 'table:' + $t))", {"t": table})
     row = db.value("SELECT * FROM ONLY type::record('corpus_table', $t)", {"t": table})
-    if owned or table == DOCUMENTS or (row is not None and not row.get("attached")):
+    if owned or table == DOCUMENTS or table.startswith((STAGING_PREFIX, UNDO_PREFIX)) or (
+            row is not None and not row.get("attached")):
         raise InputError(f"table {table} is the harness's own: attach is for a table of yours (load corpus fills this one)")
 
 
