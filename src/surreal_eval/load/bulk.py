@@ -133,6 +133,17 @@ def _not_another_table(db: Database, table: str) -> None:
     tables = db.value("INFO FOR DB")["tables"]
     if table in tables and ("corpus_table" not in tables or table not in corpus_tables(db)):
         raise ConfigError(f"table {table} exists and is not a corpus table: load into another --table")
+    if table in tables and db.value("RETURN type::record('corpus_table', $t).attached ?? false", {"t": table}):
+        raise ConfigError(f"table {table} is attached (your own table, used in place): loads never write to it; "
+                          f"load into another --table")
+
+
+def _label_table(db: Database, table: str) -> None:
+    """Refuse a label table that is neither article nor an attached table."""
+    identifier(table, what="label table")
+    if table != DOCUMENTS and not db.value("RETURN type::record('corpus_table', $t).attached ?? false", {"t": table}):
+        raise ConfigError(f"labels can name records of article or of an attached table, not {table}: "
+                          f"run `surreal-eval attach {table} --content FIELD` first")
 
 
 def _run(load: Load, body: Callable[[], Any]) -> Any:
@@ -168,8 +179,10 @@ def load_corpus(
     create_harness: bool = False,
     source: str | None = None,
     on_duplicate: OnDuplicate = "refuse",
+    doc_table: str = DOCUMENTS,
 ) -> LoadReport:
     """Load documents into corpus table `table` (upsert by id), all or none, then build its indexes.
+    A chunk's `doc` names a record of `doc_table` (article, or the attached table it was cut from).
 
     The load is then marked as one ingest (watch.record_ingest), which evaluates the golden set
     inside the database when `surreal-eval watch` asked for it; the run is in the report.
@@ -187,7 +200,7 @@ def load_corpus(
     problems = Problems("corpus")
 
     def body() -> LoadReport:
-        staged, embedded = stage_documents(load, documents, staging, problems, kind)
+        staged, embedded = stage_documents(load, documents, staging, problems, kind, doc_table)
         problems.check()
         report = LoadReport(table=table, loaded=len(staged), embedded=embedded, batches=load.batches,
                             duplicates=load.dropped[staging])
@@ -211,8 +224,10 @@ def load_golden(
     progress: Progress | None = None,
     create_harness: bool = False,
     on_duplicate: OnDuplicate = "refuse",
+    label_table: str = DOCUMENTS,
 ) -> LoadReport:
-    """Load golden-set questions (upsert by id), all or none.
+    """Load golden-set questions (upsert by id), all or none; bare label ids name records of
+    `label_table` (article, or a table attached with attach_table).
 
     Refused together, in one message: duplicate ids, labels naming documents that do not exist,
     questions with no labels, questions with no embedding (when no embedder is given). Refused at
@@ -224,9 +239,10 @@ def load_golden(
                 on_duplicate=on_duplicate)
     staging = STAGING_PREFIX + QUESTIONS
     problems = Problems("golden set")
+    _label_table(db, label_table)
 
     def body() -> LoadReport:
-        count, labels, embedded = stage_questions(load, questions, staging, problems, set())
+        count, labels, embedded = stage_questions(load, questions, staging, problems, set(), label_table)
         problems.check()
         report = LoadReport(table=QUESTIONS, loaded=count, skipped=getattr(questions, "skipped", 0),
                             embedded=embedded, labels=labels, batches=load.batches, duplicates=load.dropped[staging])

@@ -14,6 +14,12 @@ __all__ = ["split_words", "chunk_documents", "chunk_corpus"]
 _PAGE = """
 SELECT id, title, content, doc ?? id AS doc FROM type::table($source) ORDER BY id LIMIT $limit START $start
 """
+#: A page of an attached table, read through the fields its corpus_table row names.
+_ATTACHED_PAGE = """
+LET $c = type::record('corpus_table', $source);
+SELECT id, IF $c.title { type::field($c.title) } ELSE { '' } AS title, type::field($c.content) AS content, id AS doc
+    FROM type::table($source) ORDER BY id LIMIT $limit START $start
+"""
 
 
 def split_words(text: str, size: int, overlap: int) -> list[str]:
@@ -34,11 +40,16 @@ def split_words(text: str, size: int, overlap: int) -> list[str]:
     return [" ".join(words[s : s + size]) for s in starts]
 
 
+def _attached(db: Database, source: str) -> bool:
+    return bool(db.value("RETURN type::record('corpus_table', $t).attached ?? false", {"t": source}))
+
+
 def chunk_documents(db: Database, source: str, size: int, overlap: int, *, page: int = 200) -> Iterator[dict]:
     """Every chunk of every record of `source`, page by page, as {id, title, content, doc, position}."""
     start = 0
+    attached = _attached(db, source)
     while True:
-        rows = db.value(_PAGE, {"source": source, "limit": page, "start": start})
+        rows = db.value(_ATTACHED_PAGE if attached else _PAGE, {"source": source, "limit": page, "start": start})
         if not rows:
             return
         for row in rows:
@@ -68,7 +79,8 @@ def chunk_corpus(
     """Cut `source`'s documents into chunk table `target`, embed every chunk, and bulk-load it.
 
     Returns the ingest's LoadReport. The chunk table is (re)defined like `article`, its rows tied to
-    their documents by `doc`, so document labels and quote labels both work on it.
+    their documents by `doc`, so document labels and quote labels both work on it. An attached
+    `source` is read through its own fields, and labels naming its records score its chunks.
     """
     from .bulk import load_corpus  # the bulk loader
 
@@ -97,4 +109,4 @@ def chunk_corpus(
         if progress:
             progress(len(batch))
 
-    return load_corpus(db, embedded(), table=target)
+    return load_corpus(db, embedded(), table=target, doc_table=source if _attached(db, source) else DOCUMENTS)

@@ -191,9 +191,11 @@ def _document_text(doc: Article) -> str:
     return doc.content or doc.title
 
 
-def stage_documents(load: Load, documents: Iterable[Article], staging: str, problems: Problems, kind: str) -> tuple[dict[str, Any], int]:
-    """Stage every document; returns the ids staged (with where each was read) and how many the
-    embedder embedded. A repeated id is handled as `load.on_duplicate` says (module duplicates)."""
+def stage_documents(load: Load, documents: Iterable[Article], staging: str, problems: Problems, kind: str,
+                    doc_table: str = DOCUMENTS) -> tuple[dict[str, Any], int]:
+    """Stage every document (a chunk's bare `doc` id naming a record of `doc_table`); returns the ids
+    staged (with where each was read) and how many the embedder embedded. A repeated id is handled as
+    `load.on_duplicate` says (module duplicates)."""
     load.db.query(statement("DEFINE TABLE OVERWRITE {{staging}} SCHEMALESS", staging=staging))
     ids = Duplicates(load.on_duplicate, problems)
     embedded = 0
@@ -220,7 +222,7 @@ def stage_documents(load: Load, documents: Iterable[Article], staging: str, prob
             row = doc.model_dump(exclude_none=True)
             row["embedding"] = vector
             if doc.doc is not None:
-                row["doc"] = to_record(doc.doc, DOCUMENTS)
+                row["doc"] = to_record(doc.doc, doc_table)
             rows.append(row)
         load.insert(staging, rows, replace=ids.replacing)
         load.step(step, done)
@@ -229,12 +231,13 @@ def stage_documents(load: Load, documents: Iterable[Article], staging: str, prob
 
 
 
-def _question_row(question: Question) -> dict[str, Any]:
-    """A question as a staged row, refused with its id if it breaks a rule of the golden set."""
+def _question_row(question: Question, label_table: str = DOCUMENTS) -> dict[str, Any]:
+    """A question as a staged row (bare label ids naming records of `label_table`), refused with its
+    id if it breaks a rule of the golden set."""
     qid = question.id
     if not question.text.strip():
         raise InputError(f"question {qid!r}: the text is empty")
-    labels = [to_record(r, DOCUMENTS) for r in question.relevant]
+    labels = [to_record(r, label_table) for r in question.relevant]
     names = [record_str(r) for r in labels]
     if len(set(names)) != len(names):
         twice = next(n for n in names if names.count(n) > 1)
@@ -256,7 +259,8 @@ def _question_row(question: Question) -> dict[str, Any]:
 
 
 def stage_questions(
-    load: Load, questions: Iterable[Question], staging: str, problems: Problems, staged_documents: Collection[str]
+    load: Load, questions: Iterable[Question], staging: str, problems: Problems, staged_documents: Collection[str],
+    label_table: str = DOCUMENTS,
 ) -> tuple[int, int, int]:
     """Stage every question; returns (questions staged, labels, embedded by the embedder). A
     repeated id is handled as `load.on_duplicate` says (module duplicates)."""
@@ -272,7 +276,7 @@ def stage_questions(
             if not question.relevant:
                 problems.add("questions with no labels", question.id, ids.key(question.id))
                 continue
-            row = _question_row(question)
+            row = _question_row(question, label_table)
             for label in row["relevant"]:
                 if not (label.table_name == DOCUMENTS and label.id in staged_documents):
                     to_check.setdefault(record_str(label), (label, question.id))

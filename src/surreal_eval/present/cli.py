@@ -19,7 +19,7 @@ from .app import app, err
 __all__ = ["app", "main", "run_cli", "EXIT_CODES"]
 
 #: The order `surreal-eval --help` lists the commands in (the groups, load and export, follow).
-ORDER = ("demo", "init", "evaluate", "history", "retrievers", "diagnose", "chunk", "watch", "split", "tune", "grant",
+ORDER = ("demo", "init", "evaluate", "history", "retrievers", "diagnose", "chunk", "attach", "watch", "split", "tune", "grant",
          "compare", "gate", "report", "slices")
 app.registered_commands.sort(key=lambda info: ORDER.index(info.callback.__name__))
 

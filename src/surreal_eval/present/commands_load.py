@@ -129,15 +129,18 @@ def load_golden(
     embedder: EmbedderOpt = None,
     batch_size: BatchOpt = DEFAULT_BATCH_SIZE,
     on_duplicate: DuplicateOpt = OnDuplicate.refuse,
+    corpus: Annotated[str, typer.Option("--corpus", help="The table bare label ids name: article or an attached table.")] = "article",
 ) -> None:
-    """Load golden-set questions (all or none, upsert by id); their labels must name stored articles."""
+    """Load golden-set questions (all or none, upsert by id); their labels must name stored records."""
     from ..load.bulk import load_golden as ingest_golden
     from ..load.readers import read_questions
 
+    table_name(corpus, "--corpus table")
     model = _embedder(embedder)
     report = _load(lambda db, progress: ingest_golden(
         db, read_questions(path, format=fmt.value, split=split, queries=queries), embedder=model,
-        batch_size=batch_size, progress=progress, create_harness=True, on_duplicate=on_duplicate.value), model)
+        batch_size=batch_size, progress=progress, create_harness=True, on_duplicate=on_duplicate.value,
+        label_table=corpus), model)
     skipped = f"; skipped {report.skipped} queries with no judgment" if report.skipped else ""
     plain(out, f"loaded {_loaded(report, 'questions')} ({report.labels} labels) from {path}{skipped} "
               f"in {report.seconds:.1f} s{_harness_note(report)}")
@@ -190,3 +193,25 @@ def chunk(
     model = checked(lambda: embedder_from_spec(embedder))
     report = with_db(lambda db: chunk_corpus(db, source=source, target=target, size=size, overlap=overlap, embedder=model))
     plain(out, f"cut {source} into {report.loaded} chunks in {target} ({size} words, overlap {overlap})")
+
+
+@app.command()
+def attach(
+    table: Annotated[str, typer.Argument(help="Your own table, used in place: never copied or altered.")],
+    content: Annotated[str, typer.Option("--content", help="The field holding each record's text (BM25).")],
+    embedding: Annotated[Optional[str], typer.Option("--embedding", help="The field holding each record's vector.")] = None,
+    title: Annotated[Optional[str], typer.Option("--title", help="The field holding each record's title.")] = None,
+    doc: Annotated[Optional[str], typer.Option("--doc", help="The field naming each record's document (a record).")] = None,
+    index: Annotated[bool, typer.Option("--index", help="Define harness-owned indexes the table lacks (harness_<table>_<field>).")] = False,
+) -> None:
+    """Attach a table you already have as a corpus, through its own FULLTEXT and HNSW indexes."""
+    from ..load.attach import attach_table
+
+    table_name(table, "table")
+    report = with_db(lambda db: attach_table(db, table, content=content, embedding=embedding, title=title, doc=doc, index=index))
+    used = [f"{report.content} through index {report.bm25_index}"]
+    if report.embedding:
+        used.append(f"{report.embedding} through index {report.vector_index}")
+    plain(out, f"attached {report.table} ({report.records} records) in place: {' and '.join(used)}")
+    if report.defined:
+        plain(out, f"defined harness-owned indexes on {report.table}: {', '.join(report.defined)}")

@@ -13,6 +13,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from .connection import Database
+from .ownership import defined_names, record_owned, refuse_conflicts
 from ..errors import ConfigError
 from ..grammar import check_number, file_metrics, surql_dir
 
@@ -31,12 +32,18 @@ __all__ = [
     "define_corpus_indexes",
     "corpus_tables",
     "identifier",
+    "attached_tables",
+    "attached_script",
+    "require_config",
+    "apply",
 ]
 
 #: The files that make up the harness, in the order they are applied. corpus and corpus_indexes
 #: are templates of one corpus table, applied here for `article` (and by define_corpus for others).
-HARNESS_SCRIPTS = ("schema", "corpus", "corpus_indexes", "ingest", "retrievers", "tune_ef", "registry", "metrics", "history", "evaluate",
-                   "queries", "runs", "access")
+HARNESS_SCRIPTS = ("schema", "corpus", "corpus_indexes", "ingest", "retrievers", "tune_ef", "attached", "registry", "metrics",
+                   "history", "evaluate", "queries", "runs", "access")
+#: The script rendered with one branch per attached table (see attached_script).
+ATTACHED_SCRIPT = "attached"
 CORPUS_SCRIPTS = ("corpus", "corpus_indexes")
 DOCUMENTS = "article"
 SEED_SCRIPT = "seed"
@@ -44,6 +51,7 @@ SEED_SCRIPT = "seed"
 METRIC_DISPATCH = "metric_dispatch"
 DEMO_DIMENSION = 4
 
+_EACH = re.compile(r"^-- each (content|embedding)\n(.*?)^-- end\n", re.MULTILINE | re.DOTALL)
 _PLACEHOLDER = re.compile(r"\{\{\s*([a-z_]+)\s*\}\}")
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
 #: Words refused as table and user names, matched case-insensitively: those SurrealDB's parser may
@@ -128,11 +136,18 @@ def import_harness(db: Database, config: HarnessConfig, *, skip_unchanged: bool 
     """Apply every harness script to `db`, rendered with `config`; returns the script names applied.
 
     Importing again with the same config changes nothing (every statement is DEFINE ... OVERWRITE).
-    A dimension that differs from the embeddings already stored is refused. With `skip_unchanged`,
-    a script whose rendered text has the checksum recorded for it in `harness_script` is not
-    applied again (a changed config renders another text, so it is), and only the scripts applied
-    are returned.
+    A dimension that differs from the embeddings already stored is refused, and so is any name the
+    harness defines that the database already holds and the harness did not make (ownership.py).
+    With `skip_unchanged`, a script whose rendered text has the checksum recorded for it in
+    `harness_script` is not applied again (a changed config renders another text, so it is), and
+    only the scripts applied are returned.
     """
+    values = {**config.model_dump(), "corpus": DOCUMENTS}
+    attached = attached_tables(db)
+    texts = {name: attached_script(attached, config) if name == ATTACHED_SCRIPT
+             else render(_read(name), values, source=f"surql/{name}.surql") for name in HARNESS_SCRIPTS}
+    names = defined_names([*texts.values(), DISPATCH_DEFINES])
+    refuse_conflicts(db, names)
     present = _has_harness(db)
     stored = _stored_dimension(db) if present else None
     if stored and stored != config.dimension:
@@ -140,27 +155,30 @@ def import_harness(db: Database, config: HarnessConfig, *, skip_unchanged: bool 
             f"the database holds {stored}-d embeddings; it cannot be re-imported with dimension "
             f"{config.dimension} (use a new database, or --dimension {stored})"
         )
-    values = {**config.model_dump(), "corpus": DOCUMENTS}
     recorded = {}
     if skip_unchanged and present and harness_config(db) == config:
         recorded = {row["name"]: row["checksum"] for row in
                     db.value("SELECT record::id(id) AS name, checksum FROM harness_script")}
     checksums = {}
     applied = []
-    for name in HARNESS_SCRIPTS:
-        text = render(_read(name), values, source=f"surql/{name}.surql")
+    for name, text in texts.items():
         checksums[name] = hashlib.sha256(text.encode("utf-8")).hexdigest()
         if recorded.get(name) == checksums[name]:
             continue
-        _apply(db, text)
+        apply(db, text)
         applied.append(name)
     dispatch = metric_dispatch(db)
     checksums[METRIC_DISPATCH] = hashlib.sha256(dispatch.encode("utf-8")).hexdigest()
     if recorded.get(METRIC_DISPATCH) != checksums[METRIC_DISPATCH]:
-        _apply(db, dispatch)
+        apply(db, dispatch)
         applied.append(METRIC_DISPATCH)
     db.value("RETURN fn::record_import($config, $checksums)", {"config": config.model_dump(), "checksums": checksums})
+    record_owned(db, names)
     return applied
+
+
+#: The names metric_dispatch defines (its text depends on the database, its names do not), for the ownership check.
+DISPATCH_DEFINES = "DEFINE FUNCTION fn::scored_metrics\nDEFINE FUNCTION fn::metrics\nDEFINE FUNCTION fn::extra_metrics"
 
 
 def metric_dispatch(db: Database) -> str:
@@ -190,22 +208,41 @@ def metric_dispatch(db: Database) -> str:
     ])
 
 
+def attached_tables(db: Database) -> list[dict]:
+    """The corpus_table rows of the tables attached in place, as {table, content, embedding, ...}, by table."""
+    if "corpus_table" not in db.value("INFO FOR DB")["tables"]:
+        return []
+    return db.value("SELECT *, record::id(id) AS table OMIT id FROM corpus_table WHERE attached = true ORDER BY table")
+
+
+def attached_script(rows: list[dict], config: HarnessConfig) -> str:
+    """surql/attached.surql rendered with one branch per row of `rows` naming the branch's field."""
+    source = f"surql/{ATTACHED_SCRIPT}.surql"
+
+    def expand(each: re.Match[str]) -> str:
+        field = each[1]
+        return "".join(render(each[2], {**config.model_dump(), "table": row["table"], field: row[field]}, source=source)
+                       for row in rows if row.get(field))
+
+    return render(_EACH.sub(expand, _read(ATTACHED_SCRIPT)), config.model_dump(), source=source)
+
+
 def import_seed(db: Database) -> None:
     """Apply surql/seed.surql, the lesson's ten articles and eight questions (4-d embeddings)."""
     config = harness_config(db)
     if config is None or config.dimension != DEMO_DIMENSION:
         got = "no harness" if config is None else f"dimension {config.dimension}"
         raise ConfigError(f"the demo seed needs the harness imported with dimension 4, found {got}")
-    _apply(db, _read(SEED_SCRIPT))
+    apply(db, _read(SEED_SCRIPT))
 
 
 def define_vector_ef(db: Database, ef: int) -> None:
     """Render surql/tune_ef.surql alone with HNSW search width `ef` and apply it: fn::vec_candidates_at_ef,
     read only by a run whose parameters carry `knn_ef` (tune's sweep). Not recorded in harness_script:
     the harness as imported, and every ordinary evaluation, are unchanged by it."""
-    config = _require_config(db)
+    config = require_config(db)
     values = {**config.model_dump(), "knn_ef": check_number("knn_ef", ef), "corpus": DOCUMENTS}
-    _apply(db, render(_read("tune_ef"), values, source="surql/tune_ef.surql"))
+    apply(db, render(_read("tune_ef"), values, source="surql/tune_ef.surql"))
 
 
 def define_corpus(db: Database, table: str, *, indexes: bool = True) -> None:
@@ -214,18 +251,18 @@ def define_corpus(db: Database, table: str, *, indexes: bool = True) -> None:
     With `indexes=False` the BM25 and HNSW indexes are left out, for a bulk load that defines them
     afterwards with define_corpus_indexes (one pass over the data instead of one per row).
     """
-    config = _require_config(db)
+    config = require_config(db)
     values = {"corpus": identifier(table, what="corpus table"), "dimension": config.dimension}
-    _apply(db, render(_read("corpus"), values, source="surql/corpus.surql"))
+    apply(db, render(_read("corpus"), values, source="surql/corpus.surql"))
     if indexes:
         define_corpus_indexes(db, table)
 
 
 def define_corpus_indexes(db: Database, table: str) -> None:
     """Define the FULLTEXT (BM25) and HNSW indexes of corpus table `table`, building them now."""
-    config = _require_config(db)
+    config = require_config(db)
     values = {"corpus": identifier(table, what="corpus table"), "dimension": config.dimension}
-    _apply(db, render(_read("corpus_indexes"), values, source="surql/corpus_indexes.surql"))
+    apply(db, render(_read("corpus_indexes"), values, source="surql/corpus_indexes.surql"))
 
 
 def corpus_tables(db: Database) -> list[str]:
@@ -234,7 +271,7 @@ def corpus_tables(db: Database) -> list[str]:
     return sorted(found, key=lambda t: (t != DOCUMENTS, t))
 
 
-def _require_config(db: Database) -> HarnessConfig:
+def require_config(db: Database) -> HarnessConfig:
     config = harness_config(db)
     if config is None:
         raise ConfigError("the harness is not imported here: run `surreal-eval init` first")
@@ -246,6 +283,6 @@ def _has_harness(db: Database) -> bool:
     return "harness_config" in tables
 
 
-def _apply(db: Database, text: str) -> None:
-    """Run one rendered script as a single transaction: all of it applies, or none."""
-    db.query(f"BEGIN TRANSACTION;\n{text}\nCOMMIT TRANSACTION;")
+def apply(db: Database, text: str, params: dict | None = None) -> None:
+    """Run one rendered script (values in `params`) as a single transaction: all of it applies, or none."""
+    db.query(f"BEGIN TRANSACTION;\n{text}\nCOMMIT TRANSACTION;", params)
