@@ -114,7 +114,7 @@ def test_a_run_reports_judged_at_k_from_the_stored_judgments(seeded):
 def test_judged_and_binary_metrics_with_non_relevant_judgments_equal_pytrec_eval_on_cisi(tmp_path):
     """CISI's qrels plus explicit judgments of 0 and -1 (every document whose id ends in 3 or 7 that
     is not relevant): P_k, recall_k, ndcg_cut_k and map_cut_k equal pytrec_eval's, and judged@k
-    equals trec_eval's judged_k from its counts."""
+    equals trec_eval's judged_k from its counts, a negative grade counted as judged."""
     import pytrec_eval
 
     from surreal_eval import Settings, connect
@@ -165,7 +165,11 @@ def test_judged_and_binary_metrics_with_non_relevant_judgments_equal_pytrec_eval
             for ours_name, pattern in pairs:
                 assert row.score(ours_name) == pytest.approx(theirs[qid][pattern.format(row.k)], abs=1e-9), (qid, ours_name)
             got = counts[row.k][qid]
-            assert row.judged == pytest.approx((got["num_rel_ret"] + got["num_nonrel_judged_ret"]) / row.k, abs=1e-9), qid
+            # trec_eval takes a negative grade as "not in the pool", unjudged; here it is judged non-relevant
+            negative = sum(1 for doc in row.ranked[:row.k] if qrels[qid].get(doc.split(":", 1)[1], 0) < 0)
+            judged = got["num_rel_ret"] + got["num_nonrel_judged_ret"] + negative
+            assert row.judged == pytest.approx(judged / row.k, abs=1e-9), qid
             checked += 1
     assert checked == 76 * len(ks) * 2
     assert any(row.judged > row.precision for row in run.per_question)  # the zeros were retrieved
+    assert any(qrels[row.question.split(":", 1)[1]].get(d.split(":", 1)[1], 0) < 0 for row in run.per_question for d in row.ranked)
