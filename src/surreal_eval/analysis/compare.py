@@ -177,7 +177,8 @@ def paired_delta(a: dict[str, float], b: dict[str, float], questions: Sequence[s
         elif y < x - _TOLERANCE:
             broken.append(QuestionDelta(question=question, before=x, after=y))
     order = lambda d: (-abs(d.after - d.before), d.question)  # noqa: E731
-    step = resolution([max(1, n) for n in labels], metric) if labels else None
+    # the resolution is known for the harness's own metrics (stats.resolution), not for one a user added
+    step = resolution([max(1, n) for n in labels], metric) if labels and metric.partition("@")[0] in METRICS else None
     return PairedDelta(
         **test.model_dump(),
         metric=metric,
