@@ -10,7 +10,7 @@ from surrealdb import RecordID
 from surreal_eval.errors import QueryFailed
 from surreal_eval.load.bulk import load_corpus
 from surreal_eval.models import Article
-from surreal_eval.store.schema import HARNESS_SCRIPTS, RESERVED_WORDS, identifier, render
+from surreal_eval.store.schema import HARNESS_SCRIPTS, METRIC_DISPATCH, RESERVED_WORDS, identifier, render
 
 from .conftest import fresh_db, snapshot
 
@@ -25,7 +25,7 @@ def test_importing_twice_changes_nothing(seeded):
 
 def test_import_records_a_checksum_per_script(db):
     rows = db.value("SELECT record::id(id) AS name, checksum FROM harness_script")
-    assert sorted(r["name"] for r in rows) == sorted(HARNESS_SCRIPTS)
+    assert sorted(r["name"] for r in rows) == sorted([*HARNESS_SCRIPTS, METRIC_DISPATCH])  # the files, and the dispatch generated from them
     assert all(len(r["checksum"]) == 64 for r in rows)
     assert len(db.value("RETURN fn::harness_checksum()")) == 64
 
