@@ -135,7 +135,7 @@ def test_jsonl_questions_with_a_list_or_a_graded_map(tmp_path):
     q1, q2 = read_questions(path)
     assert q1.relevant == ["d1", "article:d2"] and q1.grades is None and q1.source == "real" and q1.split == "dev"
     assert q1.passages[0].quote == "track a parcel"
-    assert q2.id == "2" and q2.relevant == ["d1", "d2"] and q2.grades == [3.0, 1.0]  # grade 0: judged non-relevant
+    assert q2.id == "2" and q2.relevant == ["d1", "d2"] and q2.grades == [3.0, 1.0] and q2.nonrelevant == ["d3"]  # grade 0
 
 
 def test_csv_questions_with_semicolons_json_lists_and_maps(tmp_path):

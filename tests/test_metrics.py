@@ -66,7 +66,7 @@ def test_metric_matches_hand_worked_value(db, ranked, relevant, grades, k, metri
 def test_fn_metrics_returns_every_metric_at_once(db):
     got = db.value("RETURN fn::metrics([article:a, article:b], [article:b], [1], 2)")
     assert got == pytest.approx({"recall": 1.0, "hit_rate": 1.0, "precision": 0.5, "mrr": 0.5, "ndcg": 1 / L2(3),
-                                 "map": 0.5, "r_precision": 0.0})
+                                 "map": 0.5, "r_precision": 0.0, "judged": 0.5})
 
 
 def test_python_metric_list_is_the_databases(db):

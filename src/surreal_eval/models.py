@@ -150,6 +150,8 @@ class Question(_Row):
     source: Literal["real", "synthetic"] | None = None
     split: Literal["dev", "test"] | None = None
     passages: list[Passage] | None = None
+    #: documents judged non-relevant (a grade of 0 or less): not labels, but judged (judged@k)
+    nonrelevant: list[str] | None = None
     #: (file, line) the row was read from, for messages; never stored
     _origin: tuple[str, int] | None = PrivateAttr(default=None)
 

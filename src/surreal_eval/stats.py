@@ -277,6 +277,7 @@ def resolution(label_counts: Sequence[int], metric: str, *, k: int | None = None
       set gives 1 / Q. The cutoff does not matter.
     - hit_rate: 0 or 1 per question, so 1 / Q.
     - precision@k: labels in the top k / k moves in steps of 1/k, so 1 / (k x Q). Needs k.
+    - judged@k: judged ids in the top k / k, the same steps as precision@k. Needs k.
     - mrr@k: a question scores 0 or 1/r for r <= k; the nearest two values are 1/(k-1) and
       1/k, so 1 / (k x (k-1) x Q) for k >= 2 and 1 / Q at k = 1. A question flipping between
       found at rank 1 and not found moves the mean by 1 / Q. Needs k.
@@ -309,7 +310,7 @@ def resolution(label_counts: Sequence[int], metric: str, *, k: int | None = None
         return 1 / (most * questions)
     if cutoff is None:
         raise ConfigError(f"the resolution of {name} depends on the cutoff: pass {name}@K or k=K")
-    if name == "precision":
+    if name in ("precision", "judged"):
         return 1 / (cutoff * questions)
     if name == "mrr":
         return 1 / (cutoff * (cutoff - 1) * questions) if cutoff > 1 else 1 / questions

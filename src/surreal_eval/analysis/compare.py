@@ -7,9 +7,9 @@
 Every difference is B - A over the questions both sides scored (paired by question id), with the
 percentile bootstrap interval of the mean difference and the paired randomization p-value of
 `stats.paired_test`. A question is FIXED when its score rose from A to B and BROKEN when it fell.
-Runs over different golden sets are still compared (on their shared questions), with a loud
-warning in `Comparison.warnings`; a different corpus, parameters or harness is what a comparison
-is for, so those are listed in `Comparison.changes`, not refused.
+Different golden sets, or judged@k far apart (analysis.judged), are compared with a loud warning in
+`Comparison.warnings`; a different corpus, parameters or harness is what a comparison is for: those
+are listed in `Comparison.changes`.
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ from ..runs.record import load_for_comparison
 from ..grammar import METRICS, MetricSpec, parse_metric
 from ..models import QuestionResult, RunReport
 from ..stats import PairedComparison, paired_test, resolution, sample_warning
+from .judged import judged_warnings
 
 __all__ = [
     "Change",
@@ -195,6 +196,7 @@ def _scores(rows: dict[str, QuestionResult], metric: str) -> dict[str, float]:
 def _labels(rows: dict[str, QuestionResult], questions: Sequence[str]) -> list[int]:
     return [len(rows[q].relevant) for q in questions]
 
+
 def _tied_warning(rows: Sequence[PairedDelta], sides: str) -> list[str]:
     """One line when no compared difference can be told from a tie."""
     if rows and all(r.tied for r in rows):
@@ -321,19 +323,16 @@ def compare_reports(
     warning = _golden_warning(a, b, len(shared), only_a, only_b)
     small = sample_warning(len(shared))
     return Comparison(
-        run_a=a.run,
-        run_b=b.run,
-        label_a=a.label,
-        label_b=b.label,
-        created_a=a.created_at,
-        created_b=b.created_at,
-        questions_a=a.questions,
-        questions_b=b.questions,
+        run_a=a.run, run_b=b.run,
+        label_a=a.label, label_b=b.label,
+        created_a=a.created_at, created_b=b.created_at,
+        questions_a=a.questions, questions_b=b.questions,
         shared=len(shared),
         only_a=only_a,
         only_b=only_b,
         same_golden=warning is None,
-        warnings=[w for w in (warning, small) if w] + _tied_warning(rows, "the runs"),
+        warnings=[w for w in (warning, small) if w] + _tied_warning(rows, "the runs")
+        + judged_warnings(index_a, index_b, names, ks, shared),
         changes=run_changes(a, b),
         skipped=skipped,
         rows=rows,

@@ -1,7 +1,7 @@
 """Test collections: qrels (BEIR and TREC), queries files, BEIR folders, and sidecar embedding files.
 
 Judgments keep their score as the grade; a score of 0 or less means judged non-relevant and is
-dropped. A query with no relevant judgment is skipped and counted (`QuestionStream.skipped`).
+kept as such (`nonrelevant`, counted by judged@k). A query with no relevant judgment is skipped and counted (`QuestionStream.skipped`).
 """
 
 from __future__ import annotations
@@ -25,14 +25,20 @@ __all__ = ["Qrels", "QuestionStream", "read_qrels", "read_beir", "sidecar_path",
 
 @dataclass
 class Qrels:
-    """Relevance judgments: for each query, its relevant documents and their grades (all above 0)."""
+    """Relevance judgments: for each query, its relevant documents and their grades (all above 0),
+    and the documents judged non-relevant (a score of 0 or less)."""
 
     source: str
     judgments: dict[str, dict[str, float]] = field(default_factory=dict)
     #: every query that has a judgment line, relevant or not
     judged: set[str] = field(default_factory=set)
-    #: judgment lines with a score of 0 or less (judged non-relevant), dropped
-    dropped: int = 0
+    #: per query, the documents judged non-relevant (a score of 0 or less), in file order
+    nonrelevant: dict[str, list[str]] = field(default_factory=dict)
+
+    @property
+    def dropped(self) -> int:
+        """Judgment lines with a score of 0 or less (kept as non-relevant judgments, not as labels)."""
+        return sum(len(docs) for docs in self.nonrelevant.values())
 
     @property
     def labels(self) -> int:
@@ -73,7 +79,7 @@ def read_qrels(path: Path, *, format: Literal["beir", "trec"] = "trec") -> Qrels
                 if grade > 0:
                     qrels.judgments.setdefault(qid, {})[doc] = grade
                 else:
-                    qrels.dropped += 1
+                    qrels.nonrelevant.setdefault(qid, []).append(doc)
         except UnicodeDecodeError as error:
             raise InputError(f"not UTF-8 text ({error.reason})", source=str(path)) from None
     qrels.judged = set(seen)
@@ -139,7 +145,8 @@ class QuestionStream(Iterable[Question]):
                 continue
             self.labels += len(judged)
             question = Question(id=query.id, text=query.text, embedding=query.embedding,
-                                relevant=[_label(doc) for doc in judged], grades=list(judged.values()), split=self.split)
+                                relevant=[_label(doc) for doc in judged], grades=list(judged.values()), split=self.split,
+                                nonrelevant=[_label(doc) for doc in self.qrels.nonrelevant.get(query.id, [])] or None)
             question._origin = query._origin
             yield question
         unknown = sorted(self.qrels.judged - seen)

@@ -13,7 +13,7 @@ Formats (each reader is a generator: files are streamed, never loaded whole):
             text} or TSV `id<TAB>text`)
 
 Judgments (BEIR and TREC qrels, and a relevant map) keep their score as the grade; a score of 0 or
-less means judged non-relevant and is dropped. A BEIR or TREC query with no relevant judgment is
+less means judged non-relevant and is kept as such (`nonrelevant`). A BEIR or TREC query with no relevant judgment is
 skipped and counted (`QuestionStream.skipped`). A sidecar `embeddings/<file>.jsonl` of
 {"_id", "embedding"} beside a data file supplies the embeddings its rows lack.
 """

@@ -199,14 +199,18 @@ def _grade(value: Any, what: str, raw: dict[str, Any], path: Path, line: int) ->
 
 
 def _relevant_map(raw: dict[str, Any], original: dict[str, Any], path: Path, line: int) -> None:
-    """`relevant: {id: grade}` as relevant + grades; judgments of 0 or less are dropped."""
+    """`relevant: {id: grade}` as relevant + grades; judgments of 0 or less as nonrelevant."""
     judged = raw["relevant"]
     if "grades" in raw:
         raise InputError(f"grades given twice: in the relevant map and as grades{_ident(original)}", source=str(path), line=line)
     kept = {str(doc): _grade(g, "relevant", original, path, line) for doc, g in judged.items()}
-    kept = {doc: g for doc, g in kept.items() if g > 0}
-    raw["relevant"] = list(kept)
-    raw["grades"] = list(kept.values())
+    if "nonrelevant" in raw:
+        raise InputError(f"non-relevant judgments given twice: in the relevant map and as nonrelevant{_ident(original)}",
+                         source=str(path), line=line)
+    raw["relevant"] = [doc for doc, g in kept.items() if g > 0]
+    raw["grades"] = [g for g in kept.values() if g > 0]
+    if any(g <= 0 for g in kept.values()):
+        raw["nonrelevant"] = [doc for doc, g in kept.items() if g <= 0]
 
 
 def _split_ids(cell: str) -> list[str]:
@@ -225,7 +229,7 @@ def _question(raw: dict[str, Any], path: Path, line: int, *, from_csv: bool = Fa
             raw["relevant"] = []  # the column is there and empty: no labels
         for key in _CSV_JSON_CELLS & raw.keys():
             _json_cell(raw, key, path, line)
-        for key in ("relevant", "grades"):
+        for key in ("relevant", "grades", "nonrelevant"):
             cell = raw.get(key)
             if isinstance(cell, str):
                 if cell.lstrip().startswith(("[", "{")):

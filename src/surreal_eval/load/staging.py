@@ -248,6 +248,12 @@ def _question_row(question: Question, label_table: str = DOCUMENTS) -> dict[str,
         raise InputError(f"question {qid!r}: every grade must be a number above 0")
     row = question.model_dump(exclude_none=True)
     row["relevant"] = labels
+    if question.nonrelevant:
+        judged = [to_record(r, DOCUMENTS) for r in question.nonrelevant]
+        both = sorted({record_str(r) for r in judged} & set(names))
+        if both:
+            raise InputError(f"question {qid!r}: {both[0]} is judged both relevant and non-relevant")
+        row["nonrelevant"] = list({record_str(r): r for r in judged}.values())
     if question.passages:
         for passage in question.passages:
             if record_str(to_record(passage.doc, DOCUMENTS)) not in names:
