@@ -169,23 +169,8 @@ def gate(
         passed, reason = _verdict(
             drop, row.p_value, len(row.fixed) + len(row.broken), metric=row.metric, max_drop=max_drop, alpha=alpha
         )
-        checks.append(
-            GateCheck(
-                retriever=row.retriever,
-                metric=row.metric,
-                baseline=row.mean_a,
-                candidate=row.mean_b,
-                drop=drop,
-                low=row.low,
-                high=row.high,
-                p_value=row.p_value,
-                n=row.n,
-                passed=passed,
-                reason=reason,
-                broken=row.broken,
-                fixed=row.fixed,
-            )
-        )
+        same = {name: getattr(row, name) for name in ("retriever", "metric", "low", "high", "p_value", "n", "broken", "fixed")}
+        checks.append(GateCheck(**same, baseline=row.mean_a, candidate=row.mean_b, drop=drop, passed=passed, reason=reason))
     return GateResult(
         baseline=baseline_report.run,
         candidate=candidate_report.run,

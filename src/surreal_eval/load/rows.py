@@ -5,7 +5,7 @@ from __future__ import annotations
 import csv
 import json
 import math
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -171,16 +171,20 @@ def _document(raw: dict[str, Any], path: Path, line: int, *, from_csv: bool = Fa
     return validate_row(Article, raw, original, path, line)
 
 
+def _parsed(path: Path, parse: Callable[..., M], *, from_csv: bool) -> Iterator[M]:
+    """Each row of a CSV (`from_csv`) or JSONL file at `path`, parsed by `parse`, with its line."""
+    for line, raw in (_csv_rows(path) if from_csv else json_rows(path)):
+        yield parse(raw, path, line, from_csv=from_csv)
+
+
 def iter_documents_jsonl(path: Path) -> Iterator[Article]:
     """Documents from a JSONL file: {id, title, content or text, embedding?, metadata?, ...} per line."""
-    for line, raw in json_rows(path):
-        yield _document(raw, path, line)
+    return _parsed(path, _document, from_csv=False)
 
 
 def iter_documents_csv(path: Path) -> Iterator[Article]:
     """Documents from a CSV file with a header: id, title, content or text, embedding (JSON), others."""
-    for line, raw in _csv_rows(path):
-        yield _document(raw, path, line, from_csv=True)
+    return _parsed(path, _document, from_csv=True)
 
 
 # ----------------------------------------------------------------------------------- questions
@@ -245,14 +249,12 @@ def _question(raw: dict[str, Any], path: Path, line: int, *, from_csv: bool = Fa
 
 def iter_questions_jsonl(path: Path) -> Iterator[Question]:
     """Questions from a JSONL file: {id, text, embedding?, relevant (list or {id: grade}), ...} per line."""
-    for line, raw in json_rows(path):
-        yield _question(raw, path, line)
+    return _parsed(path, _question, from_csv=False)
 
 
 def iter_questions_csv(path: Path) -> Iterator[Question]:
     """Questions from a CSV file with a header: id, text, embedding (JSON), relevant (JSON or a;b;c), ..."""
-    for line, raw in _csv_rows(path):
-        yield _question(raw, path, line, from_csv=True)
+    return _parsed(path, _question, from_csv=True)
 
 
 # ------------------------------------------------------------------------------ qrels and BEIR

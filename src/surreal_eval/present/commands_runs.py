@@ -16,6 +16,12 @@ from .app import JsonOpt, app, checked, err, export_app, fail, out, plain, state
 from .progress import Progress
 
 
+FloorOpt = Annotated[Optional[float], typer.Option(help="BM25 floor of the floored hybrid.")]
+RrfOpt = Annotated[Optional[int], typer.Option(help="RRF constant.")]
+RetrieversOpt = Annotated[Optional[list[str]], typer.Option(
+    help="Retriever(s) to evaluate (default: the registry's defaults; `surreal-eval retrievers` lists them).")]
+
+
 @app.command()
 def demo(as_json: JsonOpt = False) -> None:
     """Run the lesson's demo in a throwaway in-memory store and print what it shows."""
@@ -63,11 +69,11 @@ def init(
 @app.command()
 def evaluate(
     k: Annotated[str, typer.Option("--k", help="Cutoffs, comma-separated.")] = "1,3,5,10",
-    retriever: Annotated[Optional[list[str]], typer.Option(help="Retriever(s) to evaluate (default: the registry's defaults; `surreal-eval retrievers` lists them).")] = None,
+    retriever: RetrieversOpt = None,
     label: Annotated[Optional[str], typer.Option(help="A label for this run in history.")] = None,
     corpus: Annotated[Optional[str], typer.Option(help="Corpus table.")] = None,
-    floor: Annotated[Optional[float], typer.Option(help="BM25 floor of the floored hybrid.")] = None,
-    rrf_k: Annotated[Optional[int], typer.Option(help="RRF constant.")] = None,
+    floor: FloorOpt = None,
+    rrf_k: RrfOpt = None,
     depth: Annotated[Optional[int], typer.Option(help="Candidate depth of every retriever (default: deepest k).")] = None,
     weights: Annotated[Optional[str], typer.Option(help="Linear fusion weights BM25,vector (hybrid_linear), e.g. 0.3,0.7.")] = None,
     norm: Annotated[Optional[str], typer.Option(help="Linear fusion score normalisation: minmax or zscore.")] = None,
@@ -136,7 +142,7 @@ def diagnose(
     question: Annotated[str, typer.Argument(help="Question id, e.g. money_back or question:money_back.")],
     k: Annotated[int, typer.Option("--k", help="How many results per retriever.")] = 5,
     corpus: Annotated[Optional[str], typer.Option(help="Corpus table.")] = None,
-    floor: Annotated[Optional[float], typer.Option(help="BM25 floor of the floored hybrid.")] = None,
+    floor: FloorOpt = None,
 ) -> None:
     """Show a question's labelled articles beside each retriever's top k, with scores."""
     from ..runs.diagnose import diagnose as diagnose_question
@@ -213,9 +219,9 @@ def export_qrels(
 @app.command()
 def watch(
     k: Annotated[str, typer.Option("--k", help="Cutoffs to evaluate after each ingest.")] = "1,3,5,10",
-    retriever: Annotated[Optional[list[str]], typer.Option(help="Retriever(s) (default: the registry's defaults; `surreal-eval retrievers` lists them).")] = None,
-    floor: Annotated[Optional[float], typer.Option(help="BM25 floor of the floored hybrid.")] = None,
-    rrf_k: Annotated[Optional[int], typer.Option(help="RRF constant.")] = None,
+    retriever: RetrieversOpt = None,
+    floor: FloorOpt = None,
+    rrf_k: RrfOpt = None,
     off: Annotated[bool, typer.Option("--off", help="Stop evaluating after ingests.")] = False,
 ) -> None:
     """Evaluate inside the database after every ingest (each `load corpus` records a run by itself)."""

@@ -14,7 +14,7 @@ from ..models import Bounds, MetricRow, QuestionResult, RunReport, SweepRow
 from ..stats import confidence_intervals, resolution, sample_warning
 from ..store.connection import Database, record_str, to_record
 
-__all__ = ["run_order", "run_metrics", "ordered", "resolve_run", "run_before", "load_run", "load_for_comparison"]
+__all__ = ["run_fields", "run_order", "run_metrics", "ordered", "resolve_run", "run_before", "load_run", "load_for_comparison"]
 
 def run_order(retrievers: list[str]):
     """Sort key for rows with `retriever` and `k`: report order of retrievers, then k."""
@@ -56,6 +56,16 @@ def load_for_comparison(db: Database, ref: str | RecordID) -> RunReport:
     return load_run(db, resolve_run(db, ref), per_question=True, intervals=False)
 
 
+def run_fields(row: dict) -> dict:
+    """What a RunReport and a RunSummary both take from a finished eval_run row, its means as MetricRows."""
+    order, names = run_order(row["retrievers"]), run_metrics(row)
+    keys = ("label", "golden", "corpus", "git_commit", "trigger", "tuning")
+    return {"run": record_str(row["id"]), "created_at": row["created_at"], "questions": row["questions"],
+            "ks": row["ks"], "retrievers": row["retrievers"], "params": row.get("params") or {},
+            "results": [MetricRow(**m, scores=ordered(m["metrics"], names)) for m in sorted(row["means"], key=order)],
+            **{key: row.get(key) for key in keys}}
+
+
 def load_run(
     db: Database, run: str | RecordID, *, per_question: bool = False, intervals: bool = True
 ) -> RunReport:
@@ -70,25 +80,13 @@ def load_run(
         raise NotFound(f"no finished run {record_str(run_id)}: `surreal-eval history` lists the runs")
     order = run_order(row["retrievers"])
     names = run_metrics(row)
-    results = [MetricRow(**m, scores=ordered(m["metrics"], names)) for m in sorted(row["means"], key=order)]
+    fields = run_fields(row)
     if intervals:
-        _add_uncertainty(db, run_id, results, row["retrievers"][0], names)
+        _add_uncertainty(db, run_id, fields["results"], row["retrievers"][0], names)
     report = RunReport(
-        run=record_str(row["id"]),
-        questions=row["questions"],
-        label=row.get("label"),
-        created_at=row["created_at"],
-        ks=row["ks"],
-        retrievers=row["retrievers"],
-        params=row["params"],
-        results=results,
+        **fields,
         sweep=[SweepRow(**m, scores=ordered(m["metrics"], names)) for m in sorted(row["sweep"], key=order)],
-        golden=row.get("golden"),
-        corpus=row.get("corpus"),
         harness=row.get("harness"),
-        git_commit=row.get("git_commit"),
-        trigger=row.get("trigger"),
-        tuning=row.get("tuning"),
         warning=sample_warning(row["questions"]),
     )
     if per_question:
