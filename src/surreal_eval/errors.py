@@ -45,22 +45,24 @@ def one_line(text: str) -> str:
 class SurrealEvalError(Exception):
     """Base of every error this package raises on purpose; its message is always one printable line."""
 
+    #: the process's exit code when this error ends a command (the README's table of exit codes)
     exit_code = 3
+
+    def __init_subclass__(cls, *, exit_code: int | None = None, **options: object) -> None:
+        super().__init_subclass__(**options)
+        if exit_code is not None:
+            cls.exit_code = exit_code
 
     def __init__(self, message: str = "", *args: object) -> None:
         super().__init__(one_line(str(message)), *args)
 
 
-class ConfigError(SurrealEvalError):
+class ConfigError(SurrealEvalError, exit_code=2):
     """A setting or argument is invalid."""
 
-    exit_code = 2
 
-
-class ConnectionFailed(SurrealEvalError):
+class ConnectionFailed(SurrealEvalError, exit_code=3):
     """The database could not be reached or opened."""
-
-    exit_code = 3
 
 
 class AuthenticationFailed(ConnectionFailed):
@@ -71,10 +73,8 @@ class StoreBusy(ConnectionFailed):
     """Another process has the persistent embedded store open, or is loading into the database."""
 
 
-class InputError(SurrealEvalError):
+class InputError(SurrealEvalError, exit_code=2):
     """Input given to the harness is invalid; the message names the file, line or id."""
-
-    exit_code = 2
 
     def __init__(self, message: str, *, source: str | None = None, line: int | None = None) -> None:
         where = ""
@@ -85,40 +85,28 @@ class InputError(SurrealEvalError):
         self.line = line
 
 
-class Rejected(SurrealEvalError):
+class Rejected(SurrealEvalError, exit_code=2):
     """The database refused a write because it breaks a rule of the schema."""
 
-    exit_code = 2
 
-
-class NotFound(SurrealEvalError):
+class NotFound(SurrealEvalError, exit_code=2):
     """A record that was asked for does not exist."""
 
-    exit_code = 2
 
-
-class NotComparable(SurrealEvalError):
+class NotComparable(SurrealEvalError, exit_code=2):
     """Two runs cannot be compared as asked (a gate across different golden sets); the message says how."""
 
-    exit_code = 2
 
-
-class QueryFailed(SurrealEvalError):
+class QueryFailed(SurrealEvalError, exit_code=3):
     """A SurrealQL statement failed for a reason not covered above (a store problem: exit 3)."""
 
-    exit_code = 3
 
-
-class PermissionDenied(SurrealEvalError):
+class PermissionDenied(SurrealEvalError, exit_code=5):
     """The signed-in user is not allowed to do this (an evaluator defining, loading or granting)."""
 
-    exit_code = 5
 
-
-class EmbeddingFailed(SurrealEvalError):
+class EmbeddingFailed(SurrealEvalError, exit_code=4):
     """An embedding endpoint or local model failed; the message names the endpoint and the fix."""
-
-    exit_code = 4
 
     def __init__(self, message: str, *, endpoint: str | None = None, status: int | None = None) -> None:
         super().__init__(message)

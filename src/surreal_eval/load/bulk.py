@@ -261,12 +261,12 @@ def load_dataset(
     documents: Iterable[Article],
     questions: Iterable[Question],
     *,
+    source: str | None = None,
+    on_duplicate: OnDuplicate = "refuse",
     batch_size: int = DEFAULT_BATCH_SIZE,
     embedder: Embedder | None = None,
     progress: Progress | None = None,
     create_harness: bool = False,
-    source: str | None = None,
-    on_duplicate: OnDuplicate = "refuse",
 ) -> DatasetReport:
     """Load documents into `article` and the golden set that labels them, all or nothing.
 
