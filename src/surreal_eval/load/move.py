@@ -35,11 +35,11 @@ def _begin(move: Move, position: int, dimension: int, described: dict[str, Any])
     again after the move, in one pass: the embedded engine never builds a graph row by row).
     `described` holds INFO FOR TABLE of each target table that exists."""
     existed = move.target in described
+    flags = f"existed: {'true' if existed else 'false'}, corpus: {'true' if move.corpus else 'false'}, position: {int(position)}"
     opening = statement("DEFINE TABLE OVERWRITE {{undo}} SCHEMALESS PERMISSIONS NONE;\n"
-                   "UPSERT type::record('ingest_journal', '{{target}}') CONTENT {undo: '{{undo}}', "
-                   f"existed: {'true' if existed else 'false'}, corpus: {'true' if move.corpus else 'false'}, "
-                   f"position: {int(position)}, state: 'moving', started: time::now(), updated: time::now()}} RETURN NONE;",
-                   undo=move.undo, target=move.target)
+                        "UPSERT type::record('ingest_journal', '{{target}}') CONTENT {undo: '{{undo}}', " + flags
+                        + ", state: 'moving', started: time::now(), updated: time::now()} RETURN NONE;",
+                        undo=move.undo, target=move.target)
     if not move.corpus:
         return opening
     indexes = described.get(move.target, {}).get("indexes", {})

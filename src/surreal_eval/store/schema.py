@@ -99,7 +99,7 @@ def render(text: str, values: dict[str, int | str], *, source: str = "<text>") -
     def fill(match: re.Match[str]) -> str:
         if match[1] not in clean:
             line = text.count("\n", 0, match.start()) + 1
-            raise ConfigError(f"{source}:{line}: no value for placeholder {{{{{match[1]}}}}}")
+            raise ConfigError(f"{source}:{line}: no value for placeholder " + "{{" + match[1] + "}}")
         return clean[match[1]]
 
     return _PLACEHOLDER.sub(fill, text)
