@@ -12,10 +12,11 @@ from rich.console import Console
 from typer.core import TyperGroup
 
 from ..errors import SurrealEvalError
-from ..store.settings import DEFAULT_URL, Settings
+from ..store.defaults import DEFAULT_URL
 
 if TYPE_CHECKING:
     from ..store.connection import Database
+    from ..store.settings import Settings
 
 #: The global options that take a value, and the one flag: accepted before or after the command name.
 GLOBAL_VALUED = ("--url", "--ns", "--db", "--user", "--pass", "--access")
@@ -133,6 +134,8 @@ def main(
 ) -> None:
     """Retrieval evaluation that lives inside SurrealDB. These options may also follow the command name."""
     from pydantic import SecretStr
+
+    from ..store.settings import Settings
 
     state.settings = Settings(
         url=url, namespace=ns, database=db, user=user or None,

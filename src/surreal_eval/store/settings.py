@@ -7,11 +7,11 @@ from typing import Mapping
 
 from pydantic import BaseModel, ConfigDict, SecretStr
 
+from .defaults import DEFAULT_URL
+
 __all__ = ["Settings", "DEFAULT_URL", "ENV_PREFIX"]
 
 ENV_PREFIX = "SURREAL_EVAL_"
-#: A persistent embedded store in the working directory: history survives between commands.
-DEFAULT_URL = "surrealkv://surreal-eval.db"
 
 
 class Settings(BaseModel):
