@@ -12,14 +12,14 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from surreal_eval import HarnessConfig, Settings, connect, import_harness, import_seed
+from surreal_eval import Settings, connect
 from surreal_eval.analysis.gate import _verdict
 from surreal_eval.present.cli import EXIT_CODES, app, run_cli
 from surreal_eval.stats import format_p
-from surreal_eval.store.access import grant_evaluator
+
+from .test_access import PASSWORD, store  # noqa: F401 - store is a fixture
 
 runner = CliRunner()
-PASSWORD = "correct horse battery"
 ENV = {**os.environ, "PYTHONWARNINGS": "ignore"}
 
 
@@ -31,13 +31,8 @@ def demo_store(path: Path, runs: int = 0) -> str:
     return url
 
 
-def test_a_permission_refusal_exits_with_its_own_code_not_the_gate_code(tmp_path, monkeypatch):
-    url = f"surrealkv://{tmp_path / 'store'}"
-    owner = connect(Settings(url=url))
-    import_harness(owner, HarnessConfig(dimension=4))
-    import_seed(owner)
-    grant_evaluator(owner, "ci", PASSWORD)
-    owner.close()
+def test_a_permission_refusal_exits_with_its_own_code_not_the_gate_code(store, monkeypatch):
+    url = store  # the demo and an evaluator account `ci` (test_access's fixture)
     monkeypatch.setenv("SURREAL_EVAL_PASS", PASSWORD)
     code = run_cli(["--url", url, "--access", "evaluator", "--user", "ci", "init", "--dimension", "4"])
     assert code == 5 and EXIT_CODES[5].startswith("permission denied")
