@@ -10,6 +10,7 @@
     ├── NotFound                     a question, article or run that does not exist
     ├── NotComparable                two runs that must not be compared (different golden sets) (exit 2)
     ├── QueryFailed                  any other SurrealQL error, with the engine's message (exit 3)
+    ├── EngineCheckFailed            an engine sanity check before a run gave a wrong answer (exit 3)
     ├── EmbeddingFailed              an embedder could not turn texts into vectors       (exit 4)
     └── PermissionDenied             the signed-in user may not do this (an evaluator)  (exit 5)
 
@@ -29,6 +30,7 @@ __all__ = [
     "NotFound",
     "NotComparable",
     "QueryFailed",
+    "EngineCheckFailed",
     "EmbeddingFailed",
     "PermissionDenied",
 ]
@@ -99,6 +101,11 @@ class NotComparable(SurrealEvalError, exit_code=2):
 
 class QueryFailed(SurrealEvalError, exit_code=3):
     """A SurrealQL statement failed for a reason not covered above (a store problem: exit 3)."""
+
+
+class EngineCheckFailed(SurrealEvalError, exit_code=3):
+    """An engine sanity check made before a run is recorded (surql/checks.surql) got a wrong answer:
+    the message names the symptom and the engine version; no run was recorded."""
 
 
 class PermissionDenied(SurrealEvalError, exit_code=5):

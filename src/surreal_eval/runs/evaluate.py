@@ -8,6 +8,7 @@ import subprocess
 from typing import Any, Callable
 
 
+from ..errors import EngineCheckFailed
 from ..store.connection import Database
 from ..grammar import check_number, check_params
 from ..store.registry import resolve_retrievers
@@ -42,8 +43,9 @@ def evaluate(
 ) -> RunReport:
     """Evaluate the golden set in the database (fn::run_evaluation), record the run, return its report.
 
-    `params` may set corpus, depth, rrf_k, floor, floors, weights, norm and split; the database
-    fills the defaults. The questions are scored in batches with `concurrency` statements in flight
+    `params` may set corpus, depth, rrf_k, floor, floors, weights, norm, split and ann_check (also
+    rank by the exact neighbours, retriever vector_exact, and record the HNSW list's ann_recall@k);
+    the database fills the defaults. The engine checks run first (EngineCheckFailed: no run). The questions are scored in batches with `concurrency` statements in flight
     (default CONCURRENCY); the run becomes visible in history only when every question is scored,
     and a failure discards it. `progress(done, total)` is called as batches of questions finish.
     """
@@ -59,10 +61,13 @@ def evaluate(
     age = STALE_EMBEDDED if db.settings.is_embedded else STALE_SERVER
     with db.starting:
         db.value("RETURN fn::discard_stale_runs(<duration> $age, $live)", {"age": age, "live": list(db.live_runs)})
-        started = db.value(
-            "RETURN fn::start_run($ks, $names, $given, $label)",
-            {"ks": ks, "names": names, "given": given, "label": label},
-        )
+        try:
+            started = db.value(
+                "RETURN fn::start_run($ks, $names, $given, $label)",
+                {"ks": ks, "names": names, "given": given, "label": label},
+            )
+        except EngineCheckFailed as error:  # name the engine that answered wrongly
+            raise EngineCheckFailed(f"{error} (engine {db.engine_version()}); no run was recorded") from None
         run, questions = started["run"], started["questions"]
         db.live_runs.add(run)
     calls = [("RETURN fn::evaluate_questions($run, $ids)", {"run": run, "ids": questions[i : i + BATCH]})

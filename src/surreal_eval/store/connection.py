@@ -25,6 +25,7 @@ from ..errors import (
     AuthenticationFailed,
     ConfigError,
     ConnectionFailed,
+    EngineCheckFailed,
     PermissionDenied,
     QueryFailed,
     Rejected,
@@ -42,6 +43,8 @@ _FIELD_RULE = re.compile(
     re.S,
 )
 _THROWN_PREFIX = "An error occurred: "
+#: How the engine checks' failures begin (surql/checks.surql, fn::check_failed).
+ENGINE_CHECK_PREFIX = "engine check failed: "
 #: What the engine says when the harness was never imported into this namespace and database.
 _MISSING = re.compile(r"The (table '[^']+'|function 'fn::[^']+') does not exist")
 #: What a transaction's other statements report when one fails (or BEGIN/COMMIT after it).
@@ -99,7 +102,8 @@ def translate(error: SurrealError, settings: Settings | None = None) -> Exceptio
             "or check --url, --ns and --db"
         )
     if isinstance(error, ThrownError):
-        return Rejected(message.removeprefix(_THROWN_PREFIX))
+        thrown = message.removeprefix(_THROWN_PREFIX)
+        return EngineCheckFailed(thrown) if thrown.startswith(ENGINE_CHECK_PREFIX) else Rejected(thrown)
     found = _FIELD_RULE.search(message)
     if found:
         return Rejected(
@@ -266,6 +270,13 @@ class Database:
             cause = next((e for e in failures if not _NOT_EXECUTED.search(str(e))), failures[0])
             raise translate(cause, self.settings) from cause
         return [results[i] for i in sorted(results)][1:-1]  # without BEGIN's and COMMIT's
+
+    def engine_version(self) -> str:
+        """The engine's version as it reports it (`surrealdb-3.2.4`); SurrealQL has no version() function."""
+        try:
+            return str(self._loop.run(self._client.version()))
+        except SurrealError as error:
+            raise translate(error, self.settings) from error
 
     def value(self, sql: str, params: dict[str, Any] | None = None) -> Any:
         """Run SurrealQL text and return the last statement's result."""
