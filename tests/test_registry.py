@@ -32,6 +32,7 @@ RRF10 = "CREATE retriever:hybrid_rrf10 CONTENT { position: 35, lists: ['bm25', '
 STANDALONE = {
     "bm25": "fn::retrieve_bm25($q.text, $k)",
     "vector": "fn::retrieve_vec($q.embedding, $k)",
+    "vector_exact": "fn::retrieve_vec_exact($q.embedding, $k)",
     "hybrid": "fn::retrieve_hybrid($q.text, $q.embedding, $k)",
     "hybrid_floor": "fn::retrieve_hybrid_floor($q.text, $q.embedding, $k, 3.0)",
     "hybrid_linear": "fn::retrieve_hybrid_linear($q.text, $q.embedding, $k)",
@@ -86,7 +87,7 @@ def test_the_registry_and_every_dispatch_agree(seeded):
     fields = seeded.value("INFO FOR TABLE retriever")["fields"]
     lists = re.findall(r"'(\w+)'", fields["lists"].split("ASSERT", 1)[1])
     fusions = re.findall(r"'(\w+)'", fields["fusion"].split("ASSERT", 1)[1])
-    assert sorted(lists) == ["bm25", "vector"] and sorted(fusions) == ["linear", "none", "rrf", "rrf_floor"]
+    assert sorted(lists) == ["bm25", "vector", "vector_exact"] and sorted(fusions) == ["linear", "none", "rrf", "rrf_floor"]
     assert {r.fusion for r in rows} == set(fusions)
     q = "question:money_back"
     for name in lists:
@@ -117,7 +118,7 @@ def test_the_floor_sweep_comes_from_the_floored_retrievers_row(seeded):
 
 def test_an_unknown_retriever_is_refused_with_the_registrys_names(seeded):
     seeded.query(RRF10)
-    with pytest.raises(ConfigError, match="unknown retriever nope: use bm25, vector, hybrid, hybrid_rrf10, hybrid_floor"):
+    with pytest.raises(ConfigError, match="unknown retriever nope: use bm25, vector, vector_exact, hybrid, hybrid_rrf10, hybrid_floor"):
         evaluate(seeded, ks=[3], retrievers=["nope"])
     with pytest.raises(Rejected, match="unknown retriever"):
         seeded.value("RETURN fn::run_evaluation([3], ['nope'], {}, NONE)")

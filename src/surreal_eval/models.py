@@ -17,6 +17,8 @@ __all__ = [
     "MetricRow",
     "QuestionResult",
     "SweepRow",
+    "AnnRow",
+    "EngineCheck",
     "RunReport",
     "RunSummary",
     "RankedHit",
@@ -241,6 +243,24 @@ class QuestionResult(Scored):
     floor: float | None = None
 
 
+class AnnRow(BaseModel):
+    """The ANN check at one cutoff: the mean over questions of the share of the exact top k (by a
+    scan of every record) that the HNSW index returned in its top k, with its 95% interval."""
+
+    k: int
+    ann_recall: float
+    questions: int
+    interval: Bounds | None = None
+
+
+class EngineCheck(BaseModel):
+    """One engine sanity check made before the run was recorded (surql/checks.surql)."""
+
+    check: str
+    status: Literal["passed", "skipped"]
+    note: str
+
+
 class RunReport(BaseModel):
     """One evaluation run: its means per retriever and k, and optionally every question's result."""
 
@@ -259,6 +279,10 @@ class RunReport(BaseModel):
     git_commit: str | None = None
     trigger: str | None = None
     tuning: dict[str, Any] | None = None  # set by `tune`: param, sweep, best, forced
+    #: the engine checks made before the run was recorded (empty for a run recorded before them)
+    checks: list[EngineCheck] = []
+    #: ann_recall@k per k when the run was made with the ANN check (params.ann_check), else empty
+    ann: list[AnnRow] = []
     warning: str | None = None
     per_question: list[QuestionResult] | None = None
 

@@ -79,6 +79,9 @@ def evaluate(
     norm: Annotated[Optional[str], typer.Option(help="Linear fusion score normalisation: minmax or zscore.")] = None,
     per_question: Annotated[bool, typer.Option("--per-question", help="Include every question's result.")] = False,
     split: Annotated[Optional[str], typer.Option(help="Evaluate only the questions of this split: dev or test.")] = None,
+    ann_check: Annotated[bool, typer.Option("--ann-check", help=(
+        "Also rank by the exact nearest neighbours (retriever vector_exact, a scan of every record) and "
+        "report ann_recall@k, the share of the exact top k the HNSW index returned."))] = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Evaluate the golden set, record the run in history and print its means."""
@@ -87,7 +90,7 @@ def evaluate(
 
     ks = checked(lambda: parse_ks(k))
     params = {"corpus": table_name(corpus, "--corpus table"), "floor": floor, "rrf_k": rrf_k, "depth": depth, "norm": norm,
-              "split": split,
+              "split": split, "ann_check": True if ann_check else None,
               "weights": checked(lambda: parse_weights(weights)) if weights else None}
     bar = Progress()  # the same display as loads: stderr, on a terminal, after the first second
     try:
@@ -253,7 +256,7 @@ def split(
 def tune(
     param: Annotated[str, typer.Option(help="Parameter to sweep: floor, rrf_k, weights or knn_ef.")] = "floor",
     values: Annotated[Optional[str], typer.Option(help="Candidates: 0,1.5,3 (floor; default 0 and percentiles of the BM25 scores seen on dev); 20,60 (rrf_k, knn_ef); 0.3,0.7;0.5,0.5 (weights).")] = None,
-    metric: Annotated[str, typer.Option(help="Metric that picks the best value, e.g. recall@5.")] = "recall@5",
+    metric: Annotated[str, typer.Option(help="Metric that picks the best value, e.g. recall@5 (with --param knn_ef also ann_recall@10: the index against the exact neighbours).")] = "recall@5",
     retriever: Annotated[Optional[str], typer.Option(help="Retriever to tune (default: the one the parameter belongs to).")] = None,
     corpus: Annotated[Optional[str], typer.Option(help="Corpus table.")] = None,
     force: Annotated[bool, typer.Option("--force", help="Tune and report on the same questions when there is no dev/test split (marked in history).")] = False,

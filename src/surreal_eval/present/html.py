@@ -77,7 +77,9 @@ def _figure_html(figure: Any, div_id: str) -> str:
 
 
 def _latest_section(report: RunReport) -> str:
-    headers = ["retriever", "k", *report.metrics]
+    # with the ANN check, the HNSW list's ann_recall@k (the share of the exact top k it returned) is a column
+    ann = {a.k: a for a in report.ann}
+    headers = ["retriever", "k", *report.metrics, *(["ann_recall"] if ann else [])]
     rows = []
     for row in report.results:
         cells = []
@@ -85,6 +87,10 @@ def _latest_section(report: RunReport) -> str:
             bounds = (row.intervals or {}).get(metric)
             value = _f(row.score(metric))
             cells.append(value if bounds is None else f"{value} [{bounds.low:.2f}, {bounds.high:.2f}]")
+        if ann:
+            share = ann.get(row.k) if row.retriever == "vector" else None
+            cells.append("" if share is None else _f(share.ann_recall) + (
+                f" [{share.interval.low:.2f}, {share.interval.high:.2f}]" if share.interval else ""))
         rows.append([row.retriever, row.k, *cells])
     p = report.params
     facts = [
@@ -98,6 +104,7 @@ def _latest_section(report: RunReport) -> str:
         ["harness checksum", (report.harness or "")[:16]],
         ["git commit", report.git_commit or ""],
         ["trigger", report.trigger or ""],
+        ["engine checks", "; ".join(f"{c.check} {c.status} ({c.note})" for c in report.checks) or "not recorded"],
     ]
     parts = [
         "<h2>Latest run</h2>",

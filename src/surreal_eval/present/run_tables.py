@@ -49,6 +49,10 @@ def show_report(console: Console, report: RunReport, *, per_question: bool = Fal
         )
     if report.warning:
         console.print(f"[yellow]warning: {escape(report.warning)}[/yellow]")
+    if report.ann:
+        _show_ann(console, report)
+    if report.checks:
+        console.print("engine checks: " + "; ".join(f"{c.check} {c.status} ({_plain(c.note)})" for c in report.checks))
 
     if per_question and report.per_question:
         deepest = max(report.ks)
@@ -80,6 +84,28 @@ def show_report(console: Console, report: RunReport, *, per_question: bool = Fal
         for floor in sorted(by_floor):
             table.add_row(f"{floor:g}", *(_fmt(by_floor[floor].get(k)) for k in report.ks), _fmt(mrr.get(floor)))
         console.print(table)
+
+
+def _show_ann(console: Console, report: RunReport) -> None:
+    """The ANN check: per k, the share of the exact top k the HNSW index returned, and the indexed
+    and the exact list's recall and nDCG side by side."""
+    means = {(row.retriever, row.k): row for row in report.results}
+    shown = [m for m in ("recall", "ndcg") if m in report.metrics]
+    table = Table(title="ANN check: the HNSW index (vector) against an exact scan of every record (vector_exact)")
+    table.add_column("k", justify="right")
+    table.add_column("ann_recall [95% interval]", justify="right")
+    for metric in shown:
+        table.add_column(f"{metric} vector", justify="right")
+        table.add_column(f"{metric} vector_exact", justify="right")
+    for row in report.ann:
+        share = f"{row.ann_recall:.3f}" + (f" [{row.interval.low:.2f}, {row.interval.high:.2f}]" if row.interval else "")
+        cells = []
+        for metric in shown:
+            for name in ("vector", "vector_exact"):
+                found = means.get((name, row.k))
+                cells.append(_fmt(found.score(metric)) if found else "-")
+        table.add_row(str(row.k), share, *cells)
+    console.print(table)
 
 
 def _with_interval(row, metric: str) -> str:

@@ -10,7 +10,7 @@ from surrealdb import RecordID
 
 from ..errors import ConfigError, NotFound
 from ..grammar import METRICS
-from ..models import Bounds, MetricRow, QuestionResult, RunReport, SweepRow
+from ..models import AnnRow, Bounds, EngineCheck, MetricRow, QuestionResult, RunReport, SweepRow
 from ..stats import confidence_intervals, resolution, sample_warning
 from ..store.connection import Database, record_str, to_record
 
@@ -88,6 +88,8 @@ def load_run(
         sweep=[SweepRow(**m, scores=ordered(m["metrics"], names)) for m in sorted(row["sweep"], key=order)],
         harness=row.get("harness"),
         warning=sample_warning(row["questions"]),
+        checks=[EngineCheck(**c) for c in row.get("checks") or []],
+        ann=_ann_rows(db, run_id, row.get("ann") or [], intervals=intervals),
     )
     if per_question:
         rows = db.value("RETURN fn::run_results($run)", {"run": run_id})
@@ -105,6 +107,17 @@ def load_run(
             for r in rows
         ]
     return report
+
+
+def _ann_rows(db: Database, run_id: RecordID, means: list[dict], *, intervals: bool) -> list[AnnRow]:
+    """The run's ann_recall@k means (eval_run.ann), each with its bootstrap interval over questions."""
+    rows = [AnnRow(**m) for m in sorted(means, key=lambda m: m["k"])]
+    if intervals and rows:
+        values = db.value("RETURN fn::run_ann($run)", {"run": run_id})
+        columns = [[v["ann_recall"] for v in values if v["k"] == row.k] for row in rows]
+        for row, bounds in zip(rows, confidence_intervals(columns)):
+            row.interval = Bounds(low=bounds.low, high=bounds.high)
+    return rows
 
 
 def run_metrics(row: dict) -> list[str]:

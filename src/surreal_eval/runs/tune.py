@@ -11,7 +11,7 @@ from ..store.connection import Database, record_str
 from ..errors import ConfigError, Rejected
 from .evaluate import evaluate
 from ..store.schema import define_vector_ef, harness_config
-from ..grammar import check_number, parse_metric
+from ..grammar import METRICS, check_number, parse_metric
 from ..store.registry import registry, tuned_by
 from ..models import RunReport
 from ..stats import resolution
@@ -21,6 +21,8 @@ __all__ = ["TUNABLE", "TuneResult", "assign_splits", "parse_values", "tune"]
 #: The parameters tune can sweep; the retriever each is swept on by default is the first registry
 #: row that `tunes` it (surql/registry.surql).
 TUNABLE = ("floor", "rrf_k", "weights", "knn_ef")
+#: The objective that sweeps knn_ef against the exact neighbours rather than the labels (ann_check.surql).
+ANN_RECALL = "ann_recall"
 
 
 class TuneResult(BaseModel):
@@ -119,9 +121,11 @@ def tune(
     `note` says so; when every value ties, none is best and no run is recorded (`report` None). Tuning and reporting on the same questions (no dev/test
     split) is refused unless `force`, and such a run is marked forced in history.
     """
-    spec = parse_metric(metric)
+    spec = parse_metric(metric, [*METRICS, ANN_RECALL])
     if param not in TUNABLE:
         raise ConfigError(f"cannot tune {param!r}: tunable are {', '.join(TUNABLE)}")
+    if spec.name == ANN_RECALL and param != "knn_ef":
+        raise ConfigError(f"--metric {spec} (the HNSW index's own recall) is the objective of --param knn_ef only")
     if not values and param != "floor":
         raise ConfigError(f"give the values of {param} to sweep (--values)")
     retriever = retriever or tuned_by(db, param)
@@ -140,8 +144,9 @@ def tune(
     base = {k: v for k, v in (params or {}).items() if v is not None}
     tune_split, report_split = ("dev", "test") if held_out else (None, None)
     sweep = _sweep(db, param, values, spec, retriever, {**base, "split": tune_split})
-    step = resolution(db.value("SELECT VALUE array::len(relevant) FROM question WHERE $s = NONE OR split = $s",
-                               {"s": tune_split}), str(spec))
+    counts = db.value("SELECT VALUE array::len(relevant) FROM question WHERE $s = NONE OR split = $s", {"s": tune_split})
+    # ann_recall@k moves in steps of 1/k on one question, as precision@k does
+    step = 1 / (spec.k * len(counts)) if spec.name == ANN_RECALL else resolution(counts, str(spec))
     top = max(row["mean"] for row in sweep)
     tied = [row["value"] for row in sweep if top - row["mean"] < step * (1 - 1e-9)]  # within one question's step
     values = [row["value"] for row in sweep]
@@ -164,7 +169,7 @@ def tune(
     try:
         report = evaluate(
             db, ks=sorted(set(ks or []) | {spec.k}), retrievers=[retriever],
-            params={**chosen, "tuning": tuning},
+            params={**chosen, "tuning": tuning, **({"ann_check": True} if spec.name == ANN_RECALL else {})},
             label=label or f"tuned {param}={best} by {spec} on {tune_split or 'ALL (forced)'}",
             trigger="tune",
         )
@@ -194,6 +199,9 @@ def _sweep(db: Database, param: str, values: list[Any], spec, retriever: str, gi
         # rendered per value, which only a run carrying knn_ef reads (never an ordinary evaluation)
         for ef in values:
             define_vector_ef(db, ef)
+            if spec.name == ANN_RECALL:  # the index against the exact neighbours, not against the labels
+                rows += db.value("RETURN fn::ann_sweep($k, $given)", {"k": spec.k, "given": {**given, "knn_ef": ef}})
+                continue
             rows += db.value(
                 "RETURN fn::tune_sweep('knn_ef', [$ef], $metric, $k, $retriever, $given)",
                 {"ef": ef, "metric": spec.name, "k": spec.k, "retriever": retriever, "given": {**given, "knn_ef": ef}},
