@@ -61,10 +61,9 @@ def test_the_exact_list_ranks_hand_made_vectors_by_their_known_angles():
     report = evaluate(db, ks=[1, 3], retrievers=["vector"], params={"ann_check": True}, per_question=True)
     assert report.retrievers == ["vector", "vector_exact"]
     assert report.params["ann_check"] is True
-    ranked = {(r.question, r.retriever): r.ranked[:4] for r in report.per_question if r.k == 3}
-    assert ranked["question:east", "vector_exact"] == ["article:a", "article:b", "article:c", "article:d"]
-    assert ranked["question:north", "vector_exact"][:1] == ["article:d"]  # c (30° off) and b (60°) next
-    assert ranked["question:north", "vector_exact"][1:3] == ["article:c", "article:b"]
+    ranked = {(r.question, r.retriever): r.ranked for r in report.per_question if r.k == 3}
+    assert ranked["question:east", "vector_exact"] == ["article:a", "article:b", "article:c"]
+    assert ranked["question:north", "vector_exact"] == ["article:d", "article:c", "article:b"]  # 0°, 30°, 60° off
     assert [(a.k, a.ann_recall, a.questions) for a in report.ann] == [(1, 1.0, 2), (3, 1.0, 2)]
     exact = {r.k: r for r in report.results if r.retriever == "vector_exact"}
     assert exact[1].recall == 0.25 and exact[3].recall == 1.0  # east: b at rank 2; north: d at 1, c at 2
@@ -101,7 +100,6 @@ def test_a_tiny_ef_loses_true_neighbours_and_the_exact_list_does_not():
     assert report.ann[0].ann_recall < 1.0  # the graph searched with ef = 10 really loses neighbours
     means = {r.retriever: r for r in report.results}
     assert means["vector_exact"].hit_rate == 1.0  # every label is the exact nearest neighbour
-    assert means["vector"].hit_rate < 1.0 or means["vector"].recall <= 1.0
     low, high = report.ann[0].interval.low, report.ann[0].interval.high
     assert low <= report.ann[0].ann_recall <= high
     db.close()
@@ -125,7 +123,8 @@ def test_tune_sweeps_knn_ef_against_the_exact_neighbours():
 
 def test_the_ann_check_reads_an_attached_tables_own_index():
     db = fresh_db(dimension=2)
-    db.query("DEFINE TABLE notes SCHEMALESS; DEFINE INDEX notes_vec ON notes FIELDS vec HNSW DIMENSION 2 DIST COSINE;")
+    db.query("DEFINE TABLE notes SCHEMALESS; DEFINE INDEX notes_vec ON notes FIELDS vec HNSW DIMENSION 2 DIST COSINE; "
+             "DEFINE INDEX notes_body ON notes FIELDS body FULLTEXT ANALYZER english BM25;")
     for name, deg in ANGLES.items():
         db.query("CREATE type::record('notes', $k) CONTENT { body: $b, vec: $v }",
                  {"k": name, "b": f"note {name}", "v": [float(np.cos(np.radians(deg))), float(np.sin(np.radians(deg)))]})
