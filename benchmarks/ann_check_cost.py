@@ -1,0 +1,74 @@
+"""What `evaluate --ann-check` and the engine checks cost, on CISI.
+
+    python benchmarks/ann_check_cost.py [--repeats 3] [--knn-ef 100]
+
+CISI (1,460 documents, 384-d embeddings, 76 questions) is loaded once into an embedded `mem://`
+store (the HNSW graph built by the bulk ingest). Then, one after the other, in this process:
+
+  default            `evaluate` of the default retrievers (bm25, vector, hybrid, hybrid_floor)
+  default + ANN      the same with ann_check (adds vector_exact and ann_recall@k)
+  vector             `evaluate` of the vector retriever alone
+  vector + ANN       the same with ann_check
+  engine checks      fn::engine_checks alone (the BM25 and vector checks fn::start_run makes)
+
+Each run is timed --repeats times (the median is printed, wall seconds, k = 1, 5, 10, intervals
+included). The ann_recall@k of the last ANN run is printed too.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from pathlib import Path
+
+from surreal_eval import HarnessConfig, Settings, connect, import_harness
+from surreal_eval.load.bulk import load_beir
+from surreal_eval.runs.evaluate import evaluate
+
+
+def _cisi() -> Path:
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from tests.datasets import cisi
+
+    return cisi()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--knn-ef", type=int, default=100)
+    args = parser.parse_args()
+    db = connect(Settings(url="mem://"))
+    import_harness(db, HarnessConfig(dimension=384, knn_ef=args.knn_ef))
+    load_beir(db, _cisi())
+    ks = [1, 5, 10]
+
+    def timed(action) -> float:
+        times = []
+        for _ in range(args.repeats):
+            start = time.perf_counter()
+            action()
+            times.append(time.perf_counter() - start)
+        return statistics.median(times)
+
+    rows = [
+        ("default", lambda: evaluate(db, ks=ks)),
+        ("default + ANN", lambda: evaluate(db, ks=ks, params={"ann_check": True})),
+        ("vector", lambda: evaluate(db, ks=ks, retrievers=["vector"])),
+        ("vector + ANN", lambda: evaluate(db, ks=ks, retrievers=["vector"], params={"ann_check": True})),
+        ("engine checks", lambda: db.value(
+            "LET $p = fn::run_params([10], {}); RETURN fn::engine_checks(['bm25', 'vector'], $p, "
+            "(SELECT count() AS n FROM article GROUP ALL)[0].n, fn::golden_question_ids(NONE))")),
+    ]
+    print(f"CISI, knn_ef {args.knn_ef}, median of {args.repeats}, seconds:")
+    for name, action in rows:
+        print(f"  {name:<15} {timed(action):7.2f}")
+    report = evaluate(db, ks=ks, retrievers=["vector"], params={"ann_check": True})
+    print("  ann_recall@k: " + ", ".join(f"@{a.k} {a.ann_recall:.3f}" for a in report.ann))
+    db.close()
+
+
+if __name__ == "__main__":
+    main()
