@@ -53,8 +53,6 @@ DOCUMENTS = "article"
 SEED_SCRIPT = "seed"
 #: The name the generated metric dispatch (metric_dispatch) is recorded under in harness_script.
 METRIC_DISPATCH = "metric_dispatch"
-#: The name the generated dispatch of users' retriever functions (function_dispatch) is recorded under.
-FUNCTION_DISPATCH = "function_dispatch"
 DEMO_DIMENSION = 4
 
 _EACH = re.compile(r"^-- each (content|embedding)\n(.*?)^-- end\n", re.MULTILINE | re.DOTALL)
@@ -174,11 +172,13 @@ def import_harness(db: Database, config: HarnessConfig, *, skip_unchanged: bool 
             continue
         apply(db, text)
         applied.append(name)
-    for name, dispatch in ((METRIC_DISPATCH, metric_dispatch(db)), (FUNCTION_DISPATCH, function_dispatch(db))):
-        checksums[name] = hashlib.sha256(dispatch.encode("utf-8")).hexdigest()
-        if recorded.get(name) != checksums[name]:
-            apply(db, dispatch)
-            applied.append(name)
+    dispatch = metric_dispatch(db)
+    checksums[METRIC_DISPATCH] = hashlib.sha256(dispatch.encode("utf-8")).hexdigest()
+    if recorded.get(METRIC_DISPATCH) != checksums[METRIC_DISPATCH]:
+        apply(db, dispatch)
+        applied.append(METRIC_DISPATCH)
+    # the users' retriever functions: written again from the registry (not recorded: users' rows are not the harness)
+    apply(db, function_dispatch(db))
     db.value("RETURN fn::record_import($config, $checksums)", {"config": config.model_dump(), "checksums": checksums})
     record_owned(db, names)
     return applied

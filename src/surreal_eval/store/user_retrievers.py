@@ -20,7 +20,7 @@ from typing import Any, Optional
 
 from pydantic import BaseModel
 
-from .connection import Database
+from .connection import Database, record_str
 from .registry import registry
 from .schema import apply, function_dispatch, function_name, function_probe, identifier
 from ..errors import ConfigError, InputError, QueryFailed, Rejected
@@ -126,14 +126,14 @@ def _probe(db: Database, name: str, fn: str, corpus: str, text: str | None) -> t
         question = question[0]
     else:
         question = {"id": None, "text": text, "embedding": None}
-    where = f"question {question['id']}" if question["id"] is not None else f"text {text!r}"
+    where = record_str(question["id"]) if question["id"] is not None else f"text {text!r}"
     try:
         hits = db.value(function_probe(fn),
                         {"name": name, "text": question["text"], "embedding": question["embedding"],
                          "corpus": corpus, "k": PROBE_K})
     except (Rejected, QueryFailed, ConfigError) as error:
         raise InputError(f"{fn} on {where}: {error}") from None
-    return (str(question["id"]) if question["id"] is not None else None), len(hits)
+    return (record_str(question["id"]) if question["id"] is not None else None), len(hits)
 
 
 def add_function_retriever(db: Database, name: str, *, function: str, corpus: str = "article",
