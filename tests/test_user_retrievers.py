@@ -251,3 +251,90 @@ def test_retriever_add_and_the_listing_through_the_cli(store):
     table = cli(store, "retrievers")
     assert "fn::my_bm25 on article" in table.stdout
     assert cli(store, "retriever", "remove", "mine_hybrid").exit_code == 0
+
+
+# ----------------------------------------------------------------------------- the issue's flow
+
+#: A user's own knowledge base: their field names, analyzer, FULLTEXT and HNSW indexes, and the
+#: retrieval function their application runs (English records only, BM25 on body).
+USER_KB = r"""
+DEFINE TABLE kb SCHEMAFULL PERMISSIONS FULL;
+DEFINE FIELD body ON kb TYPE string;
+DEFINE FIELD heading ON kb TYPE string;
+DEFINE FIELD vec ON kb TYPE array<float>;
+DEFINE FIELD lang ON kb TYPE string;
+DEFINE ANALYZER kb_words TOKENIZERS blank, class FILTERS lowercase, snowball(english);
+DEFINE INDEX kb_body ON kb FIELDS body FULLTEXT ANALYZER kb_words BM25;
+DEFINE INDEX kb_vec ON kb FIELDS vec HNSW DIMENSION 4 DIST COSINE;
+DEFINE FUNCTION fn::kb_search($text: string, $embedding: option<array<number>>, $k: int) -> array {
+    RETURN SELECT id, search::score(1) AS score FROM kb WHERE lang = 'en' AND body @1,OR@ $text ORDER BY score DESC, id LIMIT $k;
+};
+"""
+#: Besides the English records, translations in German that repeat the questions' words.
+KB_EXTRA = {
+    "refund_de": ("Refund refund parcel damaged Erstattung", [0.2, 0.2, 0.3, 0.3]),
+    "courier_de": ("Courier order courier Kurier Bestellung", [0.3, 0.2, 0.2, 0.3]),
+}
+
+
+def user_kb(path):
+    from .test_attach import DOCS
+
+    db = connect(Settings(url=f"surrealkv://{path}"))
+    db.query(USER_KB)
+    for key, (text, vector) in {**DOCS, **KB_EXTRA}.items():
+        db.query("CREATE type::record('kb', $k) CONTENT { body: $t, heading: $k, vec: $v, lang: $l }",
+                 {"k": key, "t": text, "v": vector, "l": "de" if key.endswith("_de") else "en"})
+    return db
+
+
+def users_own(db) -> dict:
+    info = db.value("INFO FOR DB")
+    return {"kb": table_state(db, "kb"), "function": info["functions"]["kb_search"], "analyzer": info["analyzers"]["kb_words"]}
+
+
+def test_the_issues_flow_a_users_table_and_function_attached_registered_evaluated_and_left_as_they_were(tmp_path):
+    from .test_attach import QUESTIONS
+
+    store = tmp_path / "store"
+    db = user_kb(store)
+    before = users_own(db)
+    db.close()
+
+    def ok(*args):
+        result = cli(store, *args)
+        assert result.exit_code == 0, (args, result.output)
+        return result.stdout
+
+    ok("init", "--dimension", "4")
+    ok("attach", "kb", "--content", "body", "--embedding", "vec", "--title", "heading")
+    golden = tmp_path / "golden.jsonl"
+    golden.write_text("".join(json.dumps(q) + "\n" for q in QUESTIONS))
+    ok("load", "golden", str(golden), "--corpus", "kb")
+    assert "fn::kb_search on corpus kb" in ok("retriever", "add", "mine", "--function", "fn::kb_search", "--corpus", "kb")
+    ok("retriever", "add", "mine_hybrid", "--fuse", "rrf", "--lists", "mine,vector")
+    everything = "bm25,vector,hybrid,mine,mine_hybrid"
+    first = json.loads(ok("evaluate", "--corpus", "kb", "--k", "1,3", "--retriever", everything, "--per-question", "--json"))
+    second = json.loads(ok("evaluate", "--corpus", "kb", "--k", "1,3", "--retriever", everything, "--json"))
+
+    db = connect(Settings(url=f"surrealkv://{store}"))
+    ranked = {(r["question"], r["retriever"]): r["ranked"] for r in first["per_question"] if r["k"] == 3}
+    for q in QUESTIONS:  # the user's function, as a run scored it, is what their application gets
+        theirs = db.value("RETURN fn::kb_search($t, $v, 3).id", {"t": q["text"], "v": q["embedding"]})
+        assert ranked[(f"question:{q['id']}", "mine")] == [str(r) for r in theirs]
+    assert not any(r.endswith("_de") for (_, name), ids in ranked.items() if name == "mine" for r in ids)
+    at_1 = {r["retriever"]: r["hit_rate"] for r in first["results"] if r["k"] == 1}
+    assert at_1["mine"] == 1.0 > at_1["bm25"]  # the German repeats outrank the answers for plain BM25 only
+    db.close()
+
+    compared = json.loads(ok("compare", first["run"], second["run"], "--json"))
+    assert {"mine", "mine_hybrid"} <= {row["retriever"] for row in compared["rows"]}
+    assert "mine" in ok("gate", "--baseline", first["run"], "--candidate", second["run"], "--metric", "recall@3",
+                        "--retriever", "mine")
+    assert "mine: top 3" in ok("diagnose", "money", "--corpus", "kb", "--k", "3", "--retriever", "mine,bm25")
+    ok("report", "--html", str(tmp_path / "report.html"))
+    assert "mine_hybrid" in (tmp_path / "report.html").read_text(encoding="utf-8")
+
+    db = connect(Settings(url=f"surrealkv://{store}"))
+    assert users_own(db) == before
+    db.close()
