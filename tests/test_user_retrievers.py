@@ -338,3 +338,16 @@ def test_the_issues_flow_a_users_table_and_function_attached_registered_evaluate
     db = connect(Settings(url=f"surrealkv://{store}"))
     assert users_own(db) == before
     db.close()
+
+
+def test_the_registry_table_refuses_a_function_row_that_does_not_fit(mine):
+    from surreal_eval.errors import Rejected
+
+    before = snapshot(mine)
+    for row in ("{ position: 900, lists: ['x'], fusion: 'none', function_name: 'fn::f(); REMOVE TABLE question' }",
+                "{ position: 900, lists: ['mine'], fusion: 'none', function_name: 'fn::my_bm25' }",
+                "{ position: 900, lists: ['x'], fusion: 'rrf', function_name: 'fn::my_bm25' }",
+                "{ position: 900, lists: ['bm25'], fusion: 'none', corpus: 'article' }"):
+        with pytest.raises(Rejected):
+            mine.query("CREATE retriever:x CONTENT " + row)
+    assert snapshot(mine) == before
