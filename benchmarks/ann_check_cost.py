@@ -11,8 +11,8 @@ store (the HNSW graph built by the bulk ingest). Then, one after the other, in t
   vector + ANN       the same with ann_check
   engine checks      fn::engine_checks alone (the BM25 and vector checks fn::start_run makes)
 
-Each run is timed --repeats times (the median is printed, wall seconds, k = 1, 5, 10, intervals
-included). The ann_recall@k of the last ANN run is printed too.
+Each is timed --repeats times, the rows interleaved round by round (the median and every time are
+printed, wall seconds, k = 1, 5, 10, intervals included). The ann_recall@k of the last ANN run is printed too.
 """
 
 from __future__ import annotations
@@ -45,14 +45,6 @@ def main() -> None:
     load_beir(db, _cisi())
     ks = [1, 5, 10]
 
-    def timed(action) -> float:
-        times = []
-        for _ in range(args.repeats):
-            start = time.perf_counter()
-            action()
-            times.append(time.perf_counter() - start)
-        return statistics.median(times)
-
     rows = [
         ("default", lambda: evaluate(db, ks=ks)),
         ("default + ANN", lambda: evaluate(db, ks=ks, params={"ann_check": True})),
@@ -62,9 +54,15 @@ def main() -> None:
             "LET $p = fn::run_params([10], {}); RETURN fn::engine_checks(['bm25', 'vector'], $p, "
             "(SELECT count() AS n FROM article GROUP ALL)[0].n, fn::golden_question_ids(NONE))")),
     ]
-    print(f"CISI, knn_ef {args.knn_ef}, median of {args.repeats}, seconds:")
-    for name, action in rows:
-        print(f"  {name:<15} {timed(action):7.2f}")
+    times: dict[str, list[float]] = {name: [] for name, _ in rows}
+    for _ in range(args.repeats):  # interleaved, so a change of load on the machine hits every row alike
+        for name, action in rows:
+            start = time.perf_counter()
+            action()
+            times[name].append(time.perf_counter() - start)
+    print(f"CISI, knn_ef {args.knn_ef}, median of {args.repeats} interleaved rounds, seconds:")
+    for name, _ in rows:
+        print(f"  {name:<15} {statistics.median(times[name]):7.2f}   (runs: {', '.join(f'{t:.1f}' for t in times[name])})")
     report = evaluate(db, ks=ks, retrievers=["vector"], params={"ann_check": True})
     print("  ann_recall@k: " + ", ".join(f"@{a.k} {a.ann_recall:.3f}" for a in report.ann))
     db.close()
