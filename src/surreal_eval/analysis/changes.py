@@ -25,6 +25,10 @@ class Change(BaseModel):
 
 
 
+#: The run parameters that change what a score means, with the value a run that does not record one used.
+SCORING_DEFAULTS = {"relevance_level": 1, "ignore_identical_ids": False}
+
+
 _PROVENANCE = ("harness", "git_commit", "trigger", "tuning")
 
 
@@ -38,7 +42,7 @@ def run_changes(a: RunReport, b: RunReport) -> list[Change]:
             if x.get(key) != y.get(key):
                 changes.append(Change(field=f"{prefix}.{key}", a=x.get(key), b=y.get(key)))
 
-    diff("params", a.params, b.params)
+    diff("params", {**SCORING_DEFAULTS, **(a.params or {})}, {**SCORING_DEFAULTS, **(b.params or {})})
     diff("corpus", a.corpus, b.corpus)
     diff("golden", a.golden, b.golden)
     for name in ("retrievers", "ks"):
@@ -78,10 +82,6 @@ def golden_warning(a: RunReport, b: RunReport, shared: int, only_a: list[str], o
         f"Only the {shared} questions scored in both are paired{' (' + ', '.join(extra) + ')' if extra else ''}: "
         "every mean and difference below is over those, not over either run's own questions."
     )
-
-
-#: The run parameters that change what a score means, with the value a run that does not record one used.
-SCORING_DEFAULTS = {"relevance_level": 1, "ignore_identical_ids": False}
 
 
 def scoring_warnings(a: RunReport, b: RunReport) -> list[str]:
