@@ -6,8 +6,10 @@
 
 Every difference is B - A over the questions both sides scored (paired by question id), with the
 percentile bootstrap interval of the mean difference and the paired randomization p-value of
-`stats.paired_test`. A question is FIXED when its score rose from A to B and BROKEN when it fell.
-Different golden sets, or judged@k far apart (analysis.judged), are compared with a loud warning in
+`stats.paired_test`, and that p-value Holm-adjusted over every row of the comparison (`p_adjusted`,
+analysis.multiple; three or more sides: analysis.groups). A question is FIXED when its score rose from A to B and BROKEN when it fell.
+Different golden sets, judged@k far apart (analysis.judged) or different scoring rules (relevance
+level, identical ids dropped: analysis.changes) are compared with a loud warning in
 `Comparison.warnings`; a different corpus, parameters or harness is what a comparison is for: those
 are listed in `Comparison.changes`.
 """
