@@ -104,6 +104,9 @@ def compare_many_runs(
     alpha: float = 0.05,
 ) -> ManyComparison:
     """Every pair of `runs` (three or more), per retriever all of them evaluated and metric@k all measured."""
+    runs, metrics = list(runs), None if metrics is None else list(metrics)
+    retrievers = None if retrievers is None else list(retrievers)
+    _check([str(r) for r in runs], "runs", alpha)
     reports = [load_for_comparison(db, r) for r in runs]
     sides = [r.run for r in reports]
     _check(sides, "runs", alpha)
@@ -125,9 +128,9 @@ def compare_many_retrievers(
     alpha: float = 0.05,
 ) -> ManyComparison:
     """Every pair of `retrievers` (three or more) of one run, per metric@k (default: every metric at every k)."""
-    report = load_for_comparison(db, run)
     sides = list(retrievers)
     _check(sides, "retrievers", alpha)
+    report = load_for_comparison(db, run)
     for name in sides:
         if name not in report.retrievers:
             raise ConfigError(f"run {report.run} did not evaluate retriever {name}: it has {', '.join(report.retrievers)}")
