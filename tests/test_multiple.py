@@ -117,6 +117,8 @@ def test_three_runs_are_compared_pair_by_pair(regressed):
     assert same.tied and same.difference == 0
     (group,) = many.groups
     assert set(group.members) == {base.run, bad.run, third.run} and group.retriever == "vector"
+    with pytest.raises(ConfigError, match="runs named twice"):  # latest is the third run
+        compare_many_runs(db, [base.run, third.run, "latest"], metrics=["recall@3"])
     per = compare_many_runs(db, [base.run, bad.run, third.run], metrics=["recall@3"], retrievers=["vector"], alpha=0.2)
     # at alpha 0.2: 2/64 x 3 = 0.094 and 2/64 x 2 = 0.0625 separate base from each reversed run
     assert [g.members for g in per.groups] == [[bad.run, third.run]] and per.separable == {"vector recall@3": [base.run]}
