@@ -112,7 +112,7 @@ def test_tune_sweeps_knn_ef_against_the_exact_neighbours():
     result = tune(db, param="knn_ef", values=[2, 10, 200], metric="ann_recall@10")
     means = {row["value"]: row["mean"] for row in result.sweep}
     assert means[2] < means[10] <= means[200]  # ef below k even returns fewer than k records
-    assert means[2] == pytest.approx(0.2)  # two records of the exact ten at best: ef = 2 returns two
+    assert 0 < means[2] <= 0.2 + 1e-9  # two records of the exact ten at best: ef = 2 returns two
     assert result.best == 200
     assert result.report.params["ann_check"] is True and result.report.params["knn_ef"] == 200
     assert [a.k for a in result.report.ann] == [10]
