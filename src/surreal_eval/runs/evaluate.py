@@ -13,6 +13,7 @@ from ..grammar import check_number, check_params
 from ..store.registry import resolve_retrievers
 from ..models import RunReport
 from .record import load_run
+from .supplied import Supplied
 
 __all__ = ["CONCURRENCY", "BATCH", "evaluate"]
 
@@ -39,6 +40,7 @@ def evaluate(
     trigger: str = "library",
     concurrency: int | None = None,
     progress: Callable[[int, int], None] | None = None,
+    supplied: Supplied | None = None,
 ) -> RunReport:
     """Evaluate the golden set in the database (fn::run_evaluation), record the run, return its report.
 
@@ -46,12 +48,19 @@ def evaluate(
     fills the defaults. The questions are scored in batches with `concurrency` statements in flight
     (default CONCURRENCY); the run becomes visible in history only when every question is scored,
     and a failure discards it. `progress(done, total)` is called as batches of questions finish.
+    `supplied` holds rankings made outside the database, scored beside the registry's retrievers
+    (only them when `retrievers` is None): its `rankings` give, per retriever name, each question's
+    ranked [{id, score}] (a question left out is an empty ranking), and its `record` is stored in the
+    run's params.supplied with the names.
     """
-    names = resolve_retrievers(db, retrievers)
+    names = [] if supplied and not retrievers else resolve_retrievers(db, retrievers)
+    names += [name for name in (supplied.rankings if supplied else {}) if name not in names]
     for k in ks:
         check_number("k", k, option="every k")
     given = check_params({k: v for k, v in (params or {}).items() if v is not None})
     given.update(trigger=trigger, git_commit=git_commit())
+    if supplied:
+        given["supplied"] = {**supplied.record, "names": list(supplied.rankings)}
     # runs left unfinished by a killed process or a dropped connection are invisible; clear them:
     # one process holds an embedded store, so any unfinished run there is dead; on a server, other
     # evaluators may be running, so only runs unfinished for a day are taken as dead
@@ -65,7 +74,9 @@ def evaluate(
         )
         run, questions = started["run"], started["questions"]
         db.live_runs.add(run)
-    calls = [("RETURN fn::evaluate_questions($run, $ids)", {"run": run, "ids": questions[i : i + BATCH]})
+    calls = [("RETURN fn::evaluate_questions($run, $ids, $supplied)",
+              {"run": run, "ids": questions[i : i + BATCH],
+               "supplied": supplied.for_questions(questions[i : i + BATCH]) if supplied else None})
              for i in range(0, len(questions), BATCH)]
     try:
         for start in range(0, len(calls), GROUP):  # an embedded store may flush between groups
