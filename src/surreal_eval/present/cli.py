@@ -29,7 +29,7 @@ EXIT_CODES = {
     1: "the gate regressed",
     2: "bad input: an option, argument, file, row or id",
     3: "connection or store: unreachable, refused credentials, busy store, a failed query",
-    4: "an embedder failed",
+    4: "an embedder, search endpoint or reranker failed",
     5: "permission denied: the signed-in user may not do this",
     70: "internal error (a bug: the traceback is printed)",
     130: "interrupted (Ctrl-C)",

@@ -19,7 +19,7 @@ from .progress import Progress
 FloorOpt = Annotated[Optional[float], typer.Option(help="BM25 floor of the floored hybrid.")]
 RrfOpt = Annotated[Optional[int], typer.Option(help="RRF constant.")]
 RetrieversOpt = Annotated[Optional[list[str]], typer.Option(
-    help="Retriever(s) to evaluate (default: the registry's defaults; `surreal-eval retrievers` lists them).")]
+    help="Retriever(s) to evaluate (default: the registry's defaults; `surreal-eval retrievers` lists them); http:NAME: a registered search endpoint.")]
 
 
 @app.command()

@@ -13,7 +13,8 @@ from ..grammar import check_number, check_params
 from ..store.registry import resolve_retrievers
 from ..models import RunReport
 from .record import load_run
-from .supplied import Supplied
+from .endpoints import endpoint_rankings, split_endpoints
+from .supplied import Supplied, check_corpus
 
 __all__ = ["CONCURRENCY", "BATCH", "evaluate"]
 
@@ -53,11 +54,14 @@ def evaluate(
     ranked [{id, score}] (a question left out is an empty ranking), and its `record` is stored in the
     run's params.supplied with the names.
     """
-    names = [] if supplied and not retrievers else resolve_retrievers(db, retrievers)
-    names += [name for name in (supplied.rankings if supplied else {}) if name not in names]
     for k in ks:
         check_number("k", k, option="every k")
     given = check_params({k: v for k, v in (params or {}).items() if v is not None})
+    retrievers, endpoint_names = split_endpoints(db, retrievers)
+    if endpoint_names:  # asked before anything is written: an endpoint that fails leaves no trace
+        supplied = _from_endpoints(db, endpoint_names, ks, given).merged(supplied or Supplied({}))
+    names = [] if supplied and not retrievers else resolve_retrievers(db, retrievers)
+    names += [name for name in (supplied.rankings if supplied else {}) if name not in names]
     given.update(trigger=trigger, git_commit=git_commit())
     if supplied:
         given["supplied"] = {**supplied.record, "names": list(supplied.rankings)}
@@ -97,6 +101,17 @@ def evaluate(
     finally:
         db.live_runs.discard(run)
     return load_run(db, run, per_question=per_question, intervals=intervals)
+
+
+def _from_endpoints(db: Database, names: list[str], ks: list[int], given: dict[str, Any]) -> Supplied:
+    """The rankings of endpoints `names` for the run's questions, at its depth, on its corpus."""
+    corpus = check_corpus(db, given.get("corpus"))
+    questions = db.value("SELECT id, text FROM question WHERE $split = NONE OR split = $split ORDER BY id",
+                         {"split": given.get("split")})
+    depth = max(given.get("depth") or 0, *ks)
+    return Supplied(endpoint_rankings(db, names, questions=questions, k=depth, corpus=corpus),
+                    {"endpoints": {name: db.value("SELECT VALUE url FROM ONLY type::record('retriever_endpoint', $n)",
+                                                  {"n": name}).split("?", 1)[0] for name in names}})
 
 
 def git_commit() -> str | None:

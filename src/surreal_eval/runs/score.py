@@ -13,38 +13,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from surrealdb import RecordID
-
 from ..errors import InputError
 from ..load.run_files import Ranked, RunFileFormat, read_run_file
 from ..models import RunReport
 from ..store.connection import Database, record_str, to_record
-from ..store.schema import DOCUMENTS, corpus_tables
 from .evaluate import evaluate
-from .supplied import Hit, Supplied
+from .supplied import Hit, Supplied, check_corpus, missing_records
 
-__all__ = ["score_file", "records_of", "missing_records"]
-
-#: Ids per existence check.
-_CHUNK = 2000
-
-
-def missing_records(db: Database, ids: list[RecordID]) -> set[str]:
-    """`table:id` of every record of `ids` that does not exist."""
-    gone: set[str] = set()
-    for start in range(0, len(ids), _CHUNK):
-        found = db.value("RETURN $ids.filter(|$r| !record::exists($r))", {"ids": ids[start : start + _CHUNK]})
-        gone |= {record_str(r) for r in found}
-    return gone
-
-
-def check_corpus(db: Database, corpus: str | None) -> str:
-    """The corpus table a supplied ranking names records of (default article), refused unless it is one."""
-    table = corpus or DOCUMENTS
-    known = corpus_tables(db)
-    if table not in known:
-        raise InputError(f"--corpus {table!r} is not a corpus table: known tables are {', '.join(known) or 'none'}")
-    return table
+__all__ = ["score_file", "records_of"]
 
 
 def records_of(db: Database, rankings: list[Ranked], *, corpus: str, source: str) -> dict[str, dict[str, list[Hit]]]:

@@ -12,9 +12,11 @@ from typing import Any
 
 from surrealdb import RecordID
 
-from ..store.connection import record_str
+from ..errors import InputError
+from ..store.connection import Database, record_str
+from ..store.schema import DOCUMENTS, corpus_tables
 
-__all__ = ["Supplied", "Hit"]
+__all__ = ["Supplied", "Hit", "check_corpus", "missing_records"]
 
 #: One ranked record: {"id": RecordID, "score": number}.
 Hit = dict[str, Any]
@@ -35,3 +37,25 @@ class Supplied:
     def merged(self, other: "Supplied") -> "Supplied":
         """These rankings and `other`'s together (names distinct), their records side by side."""
         return Supplied({**self.rankings, **other.rankings}, {**self.record, **other.record})
+
+
+#: Ids per existence check.
+_CHUNK = 2000
+
+
+def missing_records(db: Database, ids: list[RecordID]) -> set[str]:
+    """`table:id` of every record of `ids` that does not exist."""
+    gone: set[str] = set()
+    for start in range(0, len(ids), _CHUNK):
+        found = db.value("RETURN $ids.filter(|$r| !record::exists($r))", {"ids": ids[start : start + _CHUNK]})
+        gone |= {record_str(r) for r in found}
+    return gone
+
+
+def check_corpus(db: Database, corpus: str | None) -> str:
+    """The corpus table a supplied ranking names records of (default article), refused unless it is one."""
+    table = corpus or DOCUMENTS
+    known = corpus_tables(db)
+    if table not in known:
+        raise InputError(f"--corpus {table!r} is not a corpus table: known tables are {', '.join(known) or 'none'}")
+    return table
