@@ -1,6 +1,7 @@
 """A small real search endpoint for tests: threading http.server on 127.0.0.1 searching the demo
 corpus by word overlap. GET /search?q=TEXT&k=K and POST /search {"query", "k"} answer
-{"hits": [{"id", "score"}]}; it counts requests, the most in flight at once, and can fail on purpose."""
+{"hits": [{"id", "score"}]}; POST /rerank {query, documents | texts} answers as Cohere
+({"results": [{index, relevance_score}]}) or TEI ([{index, score}]) by word overlap; it counts requests, the most in flight at once, and can fail on purpose."""
 
 from __future__ import annotations
 
@@ -37,13 +38,26 @@ class SearchServer(ThreadingHTTPServer):
         return {"hits": [{"id": d, "score": s} for s, d in scored[:k]]}
 
 
+    @staticmethod
+    def overlap(text: str, document: str) -> float:
+        """The reranker's score: the share of the query's words in the document (ties: shorter first)."""
+        words, terms = set(re.findall(r"\w+", text.lower())), re.findall(r"\w+", document.lower())
+        return len(words & set(terms)) / max(1, len(words)) - len(terms) / 1e6
+
+    def rerank(self, text: str, documents: list[str], tei: bool):
+        scored = sorted(((self.overlap(text, d), i) for i, d in enumerate(documents)), reverse=True)
+        if tei:
+            return [{"index": i, "score": s} for s, i in scored]
+        return {"results": [{"index": i, "relevance_score": s} for s, i in scored]}
+
+
 class Handler(BaseHTTPRequestHandler):
     server: SearchServer
 
     def log_message(self, *args) -> None:  # quiet
         pass
 
-    def _answer(self, text: str, k: int) -> None:
+    def _answer(self, text: str, k: int, rerank: list[str] | None = None, tei: bool = False) -> None:
         server = self.server
         with server.lock:
             server.requests += 1
@@ -55,7 +69,8 @@ class Handler(BaseHTTPRequestHandler):
         try:
             time.sleep(server.delay)
             status = 503 if failing else server.status
-            body = json.dumps(server.answer if server.answer is not None else server.search(text, k)).encode()
+            found = server.search(text, k) if rerank is None else server.rerank(text, rerank, tei)
+            body = json.dumps(server.answer if server.answer is not None else found).encode()
             self.send_response(status)
             self.send_header("content-type", "application/json")
             self.send_header("content-length", str(len(body)))
@@ -73,7 +88,10 @@ class Handler(BaseHTTPRequestHandler):
 
     def do_POST(self) -> None:
         payload = json.loads(self.rfile.read(int(self.headers["content-length"])))
-        self._answer(payload["query"], int(payload["k"]))
+        if self.path == "/rerank":
+            self._answer(payload["query"], 0, payload.get("documents", payload.get("texts")), tei="texts" in payload)
+        else:
+            self._answer(payload["query"], int(payload["k"]))
 
 
 @contextmanager

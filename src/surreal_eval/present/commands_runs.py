@@ -79,11 +79,16 @@ def evaluate(
     norm: Annotated[Optional[str], typer.Option(help="Linear fusion score normalisation: minmax or zscore.")] = None,
     per_question: Annotated[bool, typer.Option("--per-question", help="Include every question's result.")] = False,
     split: Annotated[Optional[str], typer.Option(help="Evaluate only the questions of this split: dev or test.")] = None,
+    rerank: Annotated[Optional[str], typer.Option(help="Rerank each retriever's top N: a /rerank URL, or local:MODEL (a cross-encoder, the local extra).")] = None,
+    rerank_depth: Annotated[int, typer.Option(help="N: how many of each retriever's results the reranker reorders.")] = 20,
+    rerank_api: Annotated[str, typer.Option(help="The /rerank endpoint's shape: cohere (also OpenAI-style, Jina, vLLM) or tei.")] = "cohere",
+    rerank_model: Annotated[Optional[str], typer.Option(help="Model name sent to a cohere-style reranker.")] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Evaluate the golden set, record the run in history and print its means."""
     from . import run_tables as display
     from ..runs.evaluate import evaluate as run_evaluation
+    from ..runs.rerank import Rerank
 
     ks = checked(lambda: parse_ks(k))
     params = {"corpus": table_name(corpus, "--corpus table"), "floor": floor, "rrf_k": rrf_k, "depth": depth, "norm": norm,
@@ -93,6 +98,7 @@ def evaluate(
     try:
         report = with_db(lambda db: run_evaluation(
             db, ks=ks, retrievers=retriever, label=label, params=params, per_question=per_question, trigger="cli",
+            rerank=Rerank(rerank, depth=rerank_depth, api=rerank_api, model=rerank_model) if rerank else None,
             progress=lambda done, total: bar("evaluating questions", done, total)))
     finally:
         bar.close()

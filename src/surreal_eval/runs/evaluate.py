@@ -14,6 +14,7 @@ from ..store.registry import resolve_retrievers
 from ..models import RunReport
 from .record import load_run
 from .endpoints import endpoint_rankings, split_endpoints
+from .rerank import SUFFIX, Rerank, check_rerank, rerank_stage
 from .supplied import Supplied, check_corpus
 
 __all__ = ["CONCURRENCY", "BATCH", "evaluate"]
@@ -42,6 +43,7 @@ def evaluate(
     concurrency: int | None = None,
     progress: Callable[[int, int], None] | None = None,
     supplied: Supplied | None = None,
+    rerank: Rerank | None = None,
 ) -> RunReport:
     """Evaluate the golden set in the database (fn::run_evaluation), record the run, return its report.
 
@@ -52,16 +54,24 @@ def evaluate(
     `supplied` holds rankings made outside the database, scored beside the registry's retrievers
     (only them when `retrievers` is None): its `rankings` give, per retriever name, each question's
     ranked [{id, score}] (a question left out is an empty ranking), and its `record` is stored in the
-    run's params.supplied with the names.
+    run's params.supplied with the names. `rerank` adds a reranking stage over every retriever
+    asked for (runs/rerank.py): each one's reranked top N is scored as `<name>+rerank` beside it.
     """
     for k in ks:
         check_number("k", k, option="every k")
     given = check_params({k: v for k, v in (params or {}).items() if v is not None})
+    if rerank:
+        check_rerank(rerank, ks)
     retrievers, endpoint_names = split_endpoints(db, retrievers)
     if endpoint_names:  # asked before anything is written: an endpoint that fails leaves no trace
         supplied = _from_endpoints(db, endpoint_names, ks, given).merged(supplied or Supplied({}))
     names = [] if supplied and not retrievers else resolve_retrievers(db, retrievers)
+    if rerank:
+        ks, given, reranked = rerank_stage(db, rerank, names=names, supplied=supplied, ks=ks, given=given)
+        supplied = reranked.merged(supplied or Supplied({}))
     names += [name for name in (supplied.rankings if supplied else {}) if name not in names]
+    if rerank:  # each retriever followed by its reranked list
+        names = sorted(names, key=lambda n: names.index(n.removesuffix(SUFFIX)) + 0.5 * n.endswith(SUFFIX))
     given.update(trigger=trigger, git_commit=git_commit())
     if supplied:
         given["supplied"] = {**supplied.record, "names": list(supplied.rankings)}
