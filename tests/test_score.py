@@ -40,6 +40,21 @@ def test_an_exported_run_scored_back_has_the_same_metrics(seeded, tmp_path):
     assert [r.label for r in history(seeded)][-1] == "scored back"
 
 
+def test_a_scored_run_is_compared_and_gated_with_the_run_it_came_from(seeded, tmp_path):
+    from surreal_eval.analysis.compare import compare_runs
+    from surreal_eval.analysis.gate import gate
+
+    run = evaluate(seeded, ks=[1, 5])
+    path = tmp_path / "run.trec"
+    path.write_text("\n".join(export_run_trec(seeded, run.run, retrievers=["hybrid"])) + "\n")
+    back = score_file(seeded, path, ks=[1, 5])
+    comparison = compare_runs(seeded, run.run, back.run)
+    assert comparison.shared == 8 and comparison.same_golden and {r.retriever for r in comparison.rows} == {"hybrid"}
+    assert all(not r.fixed and not r.broken for r in comparison.rows)
+    verdict = gate(seeded, baseline=run.run, candidate=back.run, metric="recall@5")
+    assert verdict.passed and [c.retriever for c in verdict.checks] == ["hybrid"]
+
+
 def test_a_random_trec_run_scores_as_pytrec_eval_over_every_golden_question(seeded, tmp_path):
     import pytrec_eval
 

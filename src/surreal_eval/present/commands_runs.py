@@ -19,7 +19,10 @@ from .progress import Progress
 FloorOpt = Annotated[Optional[float], typer.Option(help="BM25 floor of the floored hybrid.")]
 RrfOpt = Annotated[Optional[int], typer.Option(help="RRF constant.")]
 RetrieversOpt = Annotated[Optional[list[str]], typer.Option(
-    help="Retriever(s) to evaluate (default: the registry's defaults; `surreal-eval retrievers` lists them); http:NAME: a registered search endpoint.")]
+    help="Retriever(s) to evaluate (default: the registry's defaults; `surreal-eval retrievers` lists them).")]
+EvaluatedOpt = Annotated[Optional[list[str]], typer.Option(
+    help="Retriever(s) to evaluate (default: the registry's defaults; `surreal-eval retrievers` lists them); "
+         "http:NAME: a search endpoint (`surreal-eval endpoint list`).")]
 
 
 @app.command()
@@ -69,7 +72,7 @@ def init(
 @app.command()
 def evaluate(
     k: Annotated[str, typer.Option("--k", help="Cutoffs, comma-separated.")] = "1,3,5,10",
-    retriever: RetrieversOpt = None,
+    retriever: EvaluatedOpt = None,
     label: Annotated[Optional[str], typer.Option(help="A label for this run in history.")] = None,
     corpus: Annotated[Optional[str], typer.Option(help="Corpus table.")] = None,
     floor: FloorOpt = None,
