@@ -162,3 +162,27 @@ def test_score_command_records_a_run_and_refuses_with_exit_2(tmp_path):
     assert data["retrievers"] == ["prod"] and data["label"] == "prod log" and data["params"]["supplied"]["absent"] == {"prod": 7}
     listed = json.loads(runner.invoke(app, [*store, "history", "--json"]).stdout)
     assert [r["label"] for r in listed] == ["prod log"]
+
+
+def test_an_evaluator_scores_a_file_but_cannot_register_an_endpoint(tmp_path):
+    from surreal_eval import HarnessConfig, Settings, connect, import_harness, import_seed
+    from surreal_eval.errors import PermissionDenied
+    from surreal_eval.runs.endpoints import Endpoint, add_endpoint
+    from surreal_eval.store.access import grant_evaluator
+
+    url = f"surrealkv://{tmp_path / 'store'}"
+    owner = connect(Settings(url=url))
+    import_harness(owner, HarnessConfig(dimension=4))
+    import_seed(owner)
+    grant_evaluator(owner, "ci", "correct horse battery")
+    owner.close()
+    db = connect(Settings(url=url, access="evaluator", user="ci", password="correct horse battery"))
+    try:
+        path = tmp_path / "run.trec"
+        path.write_text("money_back Q0 refund_request 1 2 prod\n")
+        assert score_file(db, path, ks=[1]).retrievers == ["prod"]
+        with pytest.raises(PermissionDenied, match="only an owner"):
+            add_endpoint(db, Endpoint(name="docs", url="http://h/s?q={text}", ids="hits[*].id"))
+        assert db.value("SELECT * FROM retriever_endpoint") == []
+    finally:
+        db.close()

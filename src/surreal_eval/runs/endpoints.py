@@ -18,7 +18,7 @@ import jmespath
 from jmespath.exceptions import JMESPathError
 from pydantic import BaseModel
 
-from ..errors import ConfigError, EndpointFailed, InputError, NotFound
+from ..errors import ConfigError, EndpointFailed, InputError, NotFound, PermissionDenied
 from ..store.connection import Database, record_str, to_record
 from ..store.schema import identifier
 from .http_calls import Call, Service, call_all
@@ -30,6 +30,7 @@ __all__ = ["PREFIX", "Endpoint", "add_endpoint", "endpoints", "remove_endpoint",
 PREFIX = "http:"
 _PLACEHOLDER = re.compile(r"\{([^{}]*)\}")
 _BARE_K = re.compile(r'(?<!")\{k\}(?!")')
+_OWNERS_ONLY = "only an owner (a system user) may register or remove endpoints: an evaluator may evaluate them"
 
 
 class Endpoint(BaseModel):
@@ -135,8 +136,10 @@ def add_endpoint(db: Database, endpoint: Endpoint) -> Endpoint:
     endpoint = checked_endpoint(endpoint)
     if db.value("RETURN record::exists(type::record('retriever_endpoint', $name))", {"name": endpoint.name}):
         raise InputError(f"endpoint {endpoint.name} is already registered: `surreal-eval endpoint remove {endpoint.name}` first")
-    db.query("CREATE type::record('retriever_endpoint', $name) CONTENT $row RETURN NONE",
-             {"name": endpoint.name, "row": endpoint.model_dump(exclude={"name"}, exclude_none=True)})
+    created = db.value("CREATE type::record('retriever_endpoint', $name) CONTENT $row RETURN VALUE id",
+                       {"name": endpoint.name, "row": endpoint.model_dump(exclude={"name"}, exclude_none=True)})
+    if not created:  # the table's permissions let a record user (an evaluator) create nothing, silently
+        raise PermissionDenied(_OWNERS_ONLY)
     return endpoint
 
 
@@ -151,6 +154,8 @@ def remove_endpoint(db: Database, name: str) -> None:
     if not db.value("RETURN record::exists(type::record('retriever_endpoint', $name))", {"name": name}):
         raise NotFound(f"no endpoint {name}: `surreal-eval endpoint list` lists them")
     db.query("DELETE type::record('retriever_endpoint', $name)", {"name": name})
+    if db.value("RETURN record::exists(type::record('retriever_endpoint', $name))", {"name": name}):
+        raise PermissionDenied(_OWNERS_ONLY)
 
 
 def split_endpoints(db: Database, names: list[str] | None) -> tuple[list[str] | None, list[str]]:
