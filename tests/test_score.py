@@ -114,6 +114,7 @@ REFUSED = [
      "--name renames a file's one tag, and this file has 2: a, b"),
     ("money_back Q0 refund_request 1 2 bad$tag\n", "run.trec", "retriever name 'bad$tag'"),
     ("\n\n", "run.trec", "run.trec: the run file is empty"),
+    ("money_back Q0 refund_request 1 2 floor_sweep\n", "run.trec", "run.trec:1: retriever name 'floor_sweep' is the name of a floor sweep"),
     ('{"question": "money_back", "ranked": "refund_request"}\n', "r.jsonl", "r.jsonl:1: ranked must be a list"),
     ('{"question": "money_back", "ranked": [{"id": "refund_request"}]}\n', "r.jsonl", "r.jsonl:1: ranked[0] must be {id, score}"),
     ('{"question": "money_back", "ranked": [{"id": "a", "score": 1}, {"id": "b", "score": 2}]}\n', "r.jsonl",

@@ -27,6 +27,11 @@ def records_of(db: Database, rankings: list[Ranked], *, corpus: str, source: str
     """`rankings` as Supplied rankings (records of `corpus`, by retriever and question), each question
     checked to be in the golden set and each document in `corpus`: the first unknown is refused with
     its line, and how many others there are."""
+    sweeps = set(db.value("SELECT VALUE sweep FROM retriever WHERE sweep != NONE"))
+    clash = next((r for r in rankings if r.retriever in sweeps), None)
+    if clash:
+        raise InputError(f"retriever name {clash.retriever!r} is the name of a floor sweep: rename it (--name)",
+                         source=source, line=clash.line)
     golden = {record_str(q) for q in db.value("SELECT VALUE id FROM question")}
     unknown = [r for r in rankings if record_str(to_record(r.question, "question")) not in golden]
     if unknown:
