@@ -12,7 +12,7 @@ from ..grammar import check_number, parse_ks, parse_metric, parse_weights
 
 if TYPE_CHECKING:
     from ..store.connection import Database
-from .app import JsonOpt, app, checked, err, export_app, fail, out, plain, state, table_name, with_db
+from .app import AnalyzerOpt, JsonOpt, app, checked, err, export_app, fail, out, plain, state, table_name, with_db
 from .progress import Progress
 
 
@@ -41,6 +41,7 @@ def init(
     demo_seed: Annotated[bool, typer.Option("--demo", help="Also load the lesson's ten articles and eight questions.")] = False,
     knn_depth: Annotated[int, typer.Option(help="Deepest k the vector retriever can return.")] = 100,
     knn_ef: Annotated[int, typer.Option(help="HNSW search width (ef) of the vector retriever.")] = 100,
+    analyzer: AnalyzerOpt = None,
 ) -> None:
     """Import the harness's SurrealQL into the database (again is harmless); undo a killed load."""
     from ..load.bulk import STALE_LOAD, recover_loads
@@ -54,7 +55,8 @@ def init(
         existing = harness_config(db)
         dim = dimension if dimension is not None else (
             DEMO_DIMENSION if demo_seed else existing.dimension if existing else 384)
-        applied = import_harness(db, checked_config(dimension=dim, knn_depth=knn_depth, knn_ef=knn_ef), skip_unchanged=True)
+        applied = import_harness(db, checked_config(dimension=dim, knn_depth=knn_depth, knn_ef=knn_ef), skip_unchanged=True,
+                                 analyzer=analyzer)
         if demo_seed:
             import_seed(db)
         return applied
