@@ -21,7 +21,7 @@ from typing import Optional
 from pydantic import BaseModel
 
 from ..errors import InputError
-from ..store.analyzers import DEFAULT_ANALYZER, check_analyzer
+from ..store.analyzers import DEFAULT_ANALYZER, check_analyzer, record_analyzers
 from ..store.connection import Database
 from ..store.journal import STAGING_PREFIX, UNDO_PREFIX
 from ..store.ownership import record_owned, refuse_conflicts
@@ -152,5 +152,6 @@ def attach_table(
           {"table": table, "row": row})
     if owned:
         record_owned(db, owned)
+    record_analyzers(db)
     return AttachReport(table=table, **fields, bm25_index=found["content"],
                         vector_index=found.get("embedding"), defined=[n.split(".", 1)[1] for _, n in owned], records=records)

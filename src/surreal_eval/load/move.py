@@ -8,7 +8,7 @@ from typing import Any
 from ..errors import QueryFailed, SurrealEvalError
 from ..store import journal
 from ..store.journal import UNDO_PREFIX, build_hnsw, corpus_template, index_statements, remove_staging
-from ..store.analyzers import DEFAULT_ANALYZER, analyzer_of
+from ..store.analyzers import DEFAULT_ANALYZER, analyzer_of, record_analyzers
 from ..store.schema import statement
 from .staging import Load, batches
 
@@ -106,6 +106,8 @@ def move_all(load: Load, moves: list[Move]) -> None:
     for move in moves:
         if move.corpus:
             _build_indexes(load, move.target)
+    if any(move.corpus for move in moves):
+        record_analyzers(db)
 
 
 def _build_indexes(load: Load, table: str) -> None:

@@ -4,7 +4,9 @@ The harness defines two (surql/analyzers.surql): `english` (lowercase, ascii, sn
 `english_stop` (the same after fn::strip_stopwords removes 127 English stopwords in one regex pass,
 from documents and questions alike). Any other name must be an analyzer the user already defined in
 the database: it is used as it is, never defined or changed by the harness. A table keeps the
-analyzer its index has unless one is chosen; a new table gets DEFAULT_ANALYZER.
+analyzer its index has unless one is chosen; a new table gets DEFAULT_ANALYZER. Each time the harness
+defines an index it records every corpus table's analyzer and its checksum (record_analyzers) where
+a run reads them (fn::corpus_fingerprint), INFO being closed to an evaluator.
 """
 
 from __future__ import annotations
@@ -15,7 +17,8 @@ from .connection import Database
 from .defaults import DEFAULT_ANALYZER
 from ..errors import InputError
 
-__all__ = ["DEFAULT_ANALYZER", "HARNESS_ANALYZERS", "analyzer_of", "check_analyzer", "index_analyzer", "table_analyzer"]
+__all__ = ["DEFAULT_ANALYZER", "HARNESS_ANALYZERS", "analyzer_of", "check_analyzer", "index_analyzer", "record_analyzers",
+           "table_analyzer"]
 
 #: The analyzers surql/analyzers.surql defines (harness-owned, recorded in harness_object).
 HARNESS_ANALYZERS = ("english", "english_stop")
@@ -51,3 +54,8 @@ def table_analyzer(db: Database, table: str, chosen: str | None = None) -> str:
     if chosen is not None:
         return check_analyzer(db, chosen)
     return index_analyzer(db, table) or DEFAULT_ANALYZER
+
+
+def record_analyzers(db: Database) -> None:
+    """Store each corpus table's analyzer and its checksum in its corpus_table row (fn::record_corpus_analyzers)."""
+    db.query("RETURN fn::record_corpus_analyzers()")

@@ -12,7 +12,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from .analyzers import table_analyzer
+from .analyzers import record_analyzers, table_analyzer
 from .connection import Database
 from .ownership import defined_names, record_owned, refuse_conflicts
 from ..errors import ConfigError
@@ -183,6 +183,7 @@ def import_harness(db: Database, config: HarnessConfig, *, skip_unchanged: bool 
         applied.append(METRIC_DISPATCH)
     db.value("RETURN fn::record_import($config, $checksums)", {"config": config.model_dump(), "checksums": checksums})
     record_owned(db, names)
+    record_analyzers(db)
     return applied
 
 
@@ -276,6 +277,7 @@ def define_corpus_indexes(db: Database, table: str, *, analyzer: str | None = No
     chosen = table_analyzer(db, table, analyzer)
     values = {"corpus": identifier(table, what="corpus table"), "dimension": config.dimension, "analyzer": chosen}
     apply(db, render(_read("corpus_indexes"), values, source="surql/corpus_indexes.surql"))
+    record_analyzers(db)
     if table == DOCUMENTS:
         record_article_indexes(db, chosen)
 
