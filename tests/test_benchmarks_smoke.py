@@ -64,3 +64,29 @@ def test_the_scale_table_states_a_trend():
               for d in (100, 200, 400) for q in (10, 20)]
     text = cost_floor.format_scale(points)
     assert text.count("\n| ") == 6 and "Trend: H per question grows 4.0x from 100 to 400 documents" in text
+
+
+def test_the_debian_set_is_deterministic_and_its_questions_are_drawn_from_their_labels():
+    import debian_corpus
+
+    one, two = debian_corpus.build(docs=200, questions=10, dimension=8), debian_corpus.build(docs=200, questions=10, dimension=8)
+    assert [q.model_dump() for q in one.questions] == [q.model_dump() for q in two.questions]
+    contents = {a.id: a.content for a in one.articles}
+    for question in one.questions:
+        assert question.relevant[0] == question.id.removeprefix("q_")
+        words = contents[question.relevant[0]].split()
+        assert set(question.text.split()) <= set(words) and len(question.text.split()) >= 3
+
+
+def test_the_analyzer_table_measures_both_analyzers_and_restores_the_index():
+    import analyzer_floor
+
+    with connect(Settings(url="mem://")) as db:
+        cost_floor.load_synthetic(db, 300, 10, 16, 7)
+        cost_floor.define_bench_functions(db)
+        rows = analyzer_floor.measure_analyzers(db, cost_floor.question_ids(db), 20, lambda calls: cost_floor.run_many(db, calls, 1),
+                                                lambda ids: cost_floor.batches(ids, 4), lambda message: None)
+        assert "ANALYZER english_stop " in db.value("INFO FOR TABLE article")["indexes"]["article_content"]
+    assert [r.analyzer for r in rows] == ["english", "english_stop"]
+    assert all(len(r.bm25) == 2 and 0 < r.ms("bm25") and 0 <= r.ndcg10 <= 1 for r in rows)
+    assert "english_stop / english: BM25" in analyzer_floor.format_analyzers("synthetic", 300, 20, rows)
