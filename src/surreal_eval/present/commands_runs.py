@@ -145,13 +145,15 @@ def diagnose(
     k: Annotated[int, typer.Option("--k", help="How many results per retriever.")] = 5,
     corpus: Annotated[Optional[str], typer.Option(help="Corpus table.")] = None,
     floor: FloorOpt = None,
+    retriever: RetrieversOpt = None,
 ) -> None:
     """Show a question's labelled articles beside each retriever's top k, with scores."""
     from ..runs.diagnose import diagnose as diagnose_question
     from . import run_tables as display
 
     corpus = table_name(corpus, "--corpus table")
-    found = with_db(lambda db: diagnose_question(db, question, k=k, params={"corpus": corpus, "floor": floor}))
+    found = with_db(lambda db: diagnose_question(db, question, k=k, retrievers=retriever,
+                                                        params={"corpus": corpus, "floor": floor}))
     display.show_diagnosis(out, found)
 
 
