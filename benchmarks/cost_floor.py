@@ -660,6 +660,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--debian-questions", type=int, default=500, help="questions of the Debian set (default 500)")
     parser.add_argument("--watch-docs", default="2000",
                         help="smaller Debian sets whose watched ingest is timed too, besides --debian-docs (default 2000)")
+    parser.add_argument("--watch-questions", type=int, default=50,
+                        help="questions the watched ingest evaluates (default 50: it runs in the ingest's one transaction,"
+                             " whose memory grows faster than linearly with the questions)")
     parser.add_argument("--docs", type=int, default=20_000, help="synthetic documents (default 20000)")
     parser.add_argument("--questions", type=int, default=1_000, help="synthetic questions (default 1000)")
     parser.add_argument("--dimension", type=int, default=384)
@@ -751,11 +754,13 @@ def main(argv: list[str] | None = None) -> int:
             else:
                 report(measure_dataset(db, "CISI", documents, config, _log))
                 analyzer_table(db, "CISI", documents)
+                if len(question_ids(db)) > args.watch_questions:
+                    keep_questions(db, subset(question_ids(db), args.watch_questions))
                 watched.append(measure_watch(db, "CISI", documents, seconds))
     if "debian" in args.datasets:
         for size in sorted({*args.watch_docs, args.debian_docs}):
             with connect(Settings(url="mem://")) as db:
-                questions = args.debian_questions if size == args.debian_docs else min(args.debian_questions, size // 10)
+                questions = args.debian_questions if size == args.debian_docs else min(args.debian_questions, args.watch_questions)
                 _log(f"building and loading the Debian set: {size} documents, {questions} questions")
                 corpus = build_debian(docs=size, questions=questions, dimension=args.dimension)
                 seconds, documents = timed(lambda: load_dataset(db, corpus.articles, corpus.questions,
@@ -774,6 +779,8 @@ def main(argv: list[str] | None = None) -> int:
                           f" depth 10): {default_seconds:.1f} s for {result.questions} questions on {documents:,} documents"
                           f" (target < 30 s).\n", flush=True)
                     analyzer_table(db, "Debian", documents)
+                if len(question_ids(db)) > args.watch_questions:
+                    keep_questions(db, subset(question_ids(db), args.watch_questions))
                 watched.append(measure_watch(db, "Debian", documents, seconds))
     if watched:
         print(format_watch(watched) + "\n", flush=True)
