@@ -1,6 +1,6 @@
 """The cost of an evaluation against the cost floor, the naive ways, and scoring alone; and how it scales.
 
-    python benchmarks/cost_floor.py [--dataset cisi|synthetic|all] [--docs 20000 --questions 1000] [--quick]
+    python benchmarks/cost_floor.py [--dataset cisi,debian,synthetic] [--docs 20000 --questions 1000] [--quick]
 
 Everything is measured in this one process, one after the other, on the same data in one embedded
 database (mem://) per dataset, loaded with the project's ingest:
@@ -20,6 +20,11 @@ database (mem://) per dataset, loaded with the project's ingest:
      fn::bench_score) from 1,000 stored rankings of 100 results, beside pytrec-eval-terrier
      scoring the same rankings (P, recall, ndcg_cut, map_cut at the same k, recip_rank, Rprec);
      each side is timed 5 times, alternately, and the medians compared
+
+Besides (issue 13): per set, F under each analyzer and BM25's quality under each (analyzer_floor.py);
+the Debian set of real text (debian_corpus.py: 20,000 package descriptions, 500 known-item questions),
+F and H on it and the evaluation as the CLI runs it; the watched ingest's cost (watch_cost.py) at
+2,000 and 20,000 documents; and every ratio of the run side by side.
 
 Peak memory of the H run: the process's resident set sampled every 10 ms during the call, its
 ru_maxrss (the process's peak so far, loading included) and tracemalloc's peak of Python
