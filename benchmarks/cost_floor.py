@@ -665,6 +665,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--debian-questions", type=int, default=500, help="questions of the Debian set (default 500)")
     parser.add_argument("--watch-docs", default="2000",
                         help="smaller Debian sets whose watched ingest is timed too, besides --debian-docs (default 2000)")
+    parser.add_argument("--watch-only", action="store_true", help="on the Debian sets, time only the watched ingest")
     parser.add_argument("--watch-questions", type=int, default=50,
                         help="questions the watched ingest evaluates (default 50: it runs in the ingest's one transaction,"
                              " whose memory grows faster than linearly with the questions)")
@@ -774,7 +775,7 @@ def main(argv: list[str] | None = None) -> int:
                     if size == args.debian_docs:
                         breakdown(db, "Debian", documents)
                     continue
-                if size == args.debian_docs:
+                if size == args.debian_docs and not args.watch_only:
                     result = measure_dataset(db, "Debian", documents, config, _log, full_only=True)
                     result.notes.append(f"package descriptions of {corpus.source} (benchmarks/debian_corpus.py), loaded in {seconds:.0f} s"
                                         f" with the default analyzer; hashed bag-of-words embeddings ({args.dimension}-d)")
