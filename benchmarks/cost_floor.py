@@ -788,6 +788,7 @@ def main(argv: list[str] | None = None) -> int:
                 if len(question_ids(db)) > args.watch_questions:
                     keep_questions(db, subset(question_ids(db), args.watch_questions))
                 watched.append(measure_watch(db, "Debian", documents, seconds))
+                _log(f"watched ingest: {watched[-1]}")
     if watched:
         print(format_watch(watched) + "\n", flush=True)
     if "synthetic" in args.datasets:
