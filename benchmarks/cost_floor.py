@@ -556,7 +556,7 @@ def format_result(result: Result) -> str:
         ("H", "full evaluation: 4 retrievers x k 1,3,5,10 x 7 metrics + 5-floor sweep, to history"),
         ("N", "naive: fn::bench_naive_evaluate($k) per k, a retrieval per retriever per metric"),
         ("C", "client harness: an SDK call per question per retriever, ranx metrics"),
-        ("S", f"scoring alone in the database, {result.timings['S'].questions:,} rankings"),
+        ("S", f"scoring alone in the database, {result.timings['S'].questions:,} rankings" if "S" in t else ""),
     ]
     for key, what in [(key, what) for key, what in rows if key in t]:
         row = t[key]

@@ -90,3 +90,12 @@ def test_the_analyzer_table_measures_both_analyzers_and_restores_the_index():
     assert [r.analyzer for r in rows] == ["english", "english_stop"]
     assert all(len(r.bm25) == 2 and 0 < r.ms("bm25") and 0 <= r.ndcg10 <= 1 for r in rows)
     assert "english_stop / english: BM25" in analyzer_floor.format_analyzers("synthetic", 300, 20, rows)
+
+
+def test_a_floor_and_full_only_result_formats_with_its_two_rows(measured):
+    only = cost_floor.Result(measured.dataset, measured.documents, measured.questions, measured.depth, measured.concurrency,
+                             timings={k: measured.timings[k] for k in ("F", "H")})
+    table = cost_floor.format_result(only)
+    assert re.findall(r"^\| ([FHNCS]) \|", table, flags=re.MULTILINE) == ["F", "H"]
+    assert "| H/F |" in table and "S/pytrec-eval" not in table
+    assert "| H/F | Debian |" not in cost_floor.format_ratios([only], {}) and "| H/F | synthetic |" in cost_floor.format_ratios([only], {})
