@@ -9,7 +9,7 @@ import pytest
 from typer.testing import CliRunner
 
 from surreal_eval import HarnessConfig, Settings, connect, import_harness
-from surreal_eval.errors import ConfigError, InputError, SurrealEvalError
+from surreal_eval.errors import ConfigError, InputError, Rejected, SurrealEvalError
 from surreal_eval.load.attach import attach_table
 from surreal_eval.load.bulk import load_corpus, load_golden
 from surreal_eval.models import Article, Question
@@ -312,3 +312,19 @@ def test_an_attached_table_is_chunked_and_its_labels_score_the_chunks(attached):
     assert "documents:refund" in ranked["question:money"]
     assert table_state(db, "documents") == before
     db.close()
+
+
+def test_judged_non_relevant_records_of_an_attached_table_are_kept_and_counted_by_judged_at_k():
+    db = connect(Settings(url="mem://"))
+    langchain_documents(db)
+    import_harness(db, HarnessConfig(dimension=4))
+    attach_table(db, "documents", content="text", embedding="vector")
+    load_golden(db, [Question(id="q", text="refund damaged parcel", embedding=[0.9, 0.1, 0, 0],
+                              relevant=["refund"], nonrelevant=["returns", "gift"])], label_table="documents")
+    assert [str(r) for r in db.value("SELECT VALUE nonrelevant FROM ONLY question:q")] == ["documents:returns", "documents:gift"]
+    report = evaluate(db, ks=[2], retrievers=["vector"], params={"corpus": "documents"}, per_question=True)
+    (row,) = [r for r in report.per_question if r.k == 2]
+    assert row.ranked == ["documents:refund", "documents:returns"]  # both judged: one relevant, one not
+    assert row.scores["judged"] == 1.0 and row.scores["precision"] == 0.5
+    with pytest.raises(Rejected):  # a judged record of a table that is no corpus is refused like a label
+        db.query("UPDATE question:q SET nonrelevant = [harness_config:x]")

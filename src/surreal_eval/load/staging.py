@@ -250,7 +250,7 @@ def _question_row(question: Question, label_table: str = DOCUMENTS) -> dict[str,
     row = question.model_dump(exclude_none=True)
     row["relevant"] = labels
     if question.nonrelevant:
-        judged = [to_record(r, DOCUMENTS) for r in question.nonrelevant]
+        judged = [to_record(r, label_table) for r in question.nonrelevant]
         both = sorted({record_str(r) for r in judged} & set(names))
         if both:
             raise InputError(f"question {qid!r}: {both[0]} is judged both relevant and non-relevant")

@@ -18,8 +18,15 @@ from .progress import Progress
 
 FloorOpt = Annotated[Optional[float], typer.Option(help="BM25 floor of the floored hybrid.")]
 RrfOpt = Annotated[Optional[int], typer.Option(help="RRF constant.")]
+LevelOpt = Annotated[Optional[int], typer.Option(
+    "--relevance-level", help="Binary metrics count a label as relevant only from this grade (trec_eval -l); nDCG keeps the grades.")]
+IdenticalOpt = Annotated[bool, typer.Option(
+    "--ignore-identical-ids", help="Drop a retrieved record whose key is the question's own key before scoring (BEIR's convention).")]
 RetrieversOpt = Annotated[Optional[list[str]], typer.Option(
     help="Retriever(s) to evaluate (default: the registry's defaults; `surreal-eval retrievers` lists them).")]
+EvaluatedOpt = Annotated[Optional[list[str]], typer.Option(
+    help="Retriever(s) to evaluate (default: the registry's defaults; `surreal-eval retrievers` lists them); "
+         "http:NAME: a search endpoint (`surreal-eval endpoint list`).")]
 
 
 @app.command()
@@ -71,7 +78,7 @@ def init(
 @app.command()
 def evaluate(
     k: Annotated[str, typer.Option("--k", help="Cutoffs, comma-separated.")] = "1,3,5,10",
-    retriever: RetrieversOpt = None,
+    retriever: EvaluatedOpt = None,
     label: Annotated[Optional[str], typer.Option(help="A label for this run in history.")] = None,
     corpus: Annotated[Optional[str], typer.Option(help="Corpus table.")] = None,
     floor: FloorOpt = None,
@@ -81,20 +88,28 @@ def evaluate(
     norm: Annotated[Optional[str], typer.Option(help="Linear fusion score normalisation: minmax or zscore.")] = None,
     per_question: Annotated[bool, typer.Option("--per-question", help="Include every question's result.")] = False,
     split: Annotated[Optional[str], typer.Option(help="Evaluate only the questions of this split: dev or test.")] = None,
+    relevance_level: LevelOpt = None,
+    ignore_identical_ids: IdenticalOpt = False,
+    rerank: Annotated[Optional[str], typer.Option(help="Rerank each retriever's top N: a /rerank URL, or local:MODEL (a cross-encoder, the local extra).")] = None,
+    rerank_depth: Annotated[int, typer.Option(help="N: how many of each retriever's results the reranker reorders.")] = 20,
+    rerank_api: Annotated[str, typer.Option(help="The /rerank endpoint's shape: cohere (also OpenAI-style, Jina, vLLM) or tei.")] = "cohere",
+    rerank_model: Annotated[Optional[str], typer.Option(help="Model name sent to a cohere-style reranker.")] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Evaluate the golden set, record the run in history and print its means."""
     from . import run_tables as display
     from ..runs.evaluate import evaluate as run_evaluation
+    from ..runs.rerank import Rerank
 
     ks = checked(lambda: parse_ks(k))
     params = {"corpus": table_name(corpus, "--corpus table"), "floor": floor, "rrf_k": rrf_k, "depth": depth, "norm": norm,
-              "split": split,
+              "split": split, **_scoring(relevance_level, ignore_identical_ids),
               "weights": checked(lambda: parse_weights(weights)) if weights else None}
     bar = Progress()  # the same display as loads: stderr, on a terminal, after the first second
     try:
         report = with_db(lambda db: run_evaluation(
             db, ks=ks, retrievers=retriever, label=label, params=params, per_question=per_question, trigger="cli",
+            rerank=Rerank(rerank, depth=rerank_depth, api=rerank_api, model=rerank_model) if rerank else None,
             progress=lambda done, total: bar("evaluating questions", done, total)))
     finally:
         bar.close()
@@ -102,6 +117,11 @@ def evaluate(
         out.print_json(report.model_dump_json(exclude={"per_question"} if not per_question else None))
         return
     display.show_report(out, report, per_question=per_question)
+
+
+def _scoring(relevance_level: int | None, ignore_identical_ids: bool) -> dict:
+    """The scoring parameters given on the command line (None: the run's default)."""
+    return {"relevance_level": relevance_level, "ignore_identical_ids": True if ignore_identical_ids else None}
 
 
 @app.command()
@@ -226,6 +246,8 @@ def watch(
     retriever: RetrieversOpt = None,
     floor: FloorOpt = None,
     rrf_k: RrfOpt = None,
+    relevance_level: LevelOpt = None,
+    ignore_identical_ids: IdenticalOpt = False,
     off: Annotated[bool, typer.Option("--off", help="Stop evaluating after ingests.")] = False,
 ) -> None:
     """Evaluate inside the database after every ingest (each `load corpus` records a run by itself)."""
@@ -236,7 +258,8 @@ def watch(
         plain(out, "ingests no longer evaluate")
         return
     ks = checked(lambda: parse_ks(k))
-    with_db(lambda db: set_watch(db, ks=ks, retrievers=retriever, params={"floor": floor, "rrf_k": rrf_k}))
+    with_db(lambda db: set_watch(db, ks=ks, retrievers=retriever, params={"floor": floor, "rrf_k": rrf_k,
+                                                                         **_scoring(relevance_level, ignore_identical_ids)}))
     plain(out, f"every ingest now records a run at k = {', '.join(map(str, ks))}")
 
 
@@ -261,6 +284,8 @@ def tune(
     retriever: Annotated[Optional[str], typer.Option(help="Retriever to tune (default: the one the parameter belongs to).")] = None,
     corpus: Annotated[Optional[str], typer.Option(help="Corpus table.")] = None,
     force: Annotated[bool, typer.Option("--force", help="Tune and report on the same questions when there is no dev/test split (marked in history).")] = False,
+    relevance_level: LevelOpt = None,
+    ignore_identical_ids: IdenticalOpt = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Sweep a parameter on the dev split, pick the best by a metric, report it on the test split."""
@@ -271,7 +296,8 @@ def tune(
     candidates = None if values is None and param == "floor" else checked(lambda: parse_values(param, values or ""))
     corpus = table_name(corpus, "--corpus table")
     result = with_db(lambda db: run_tune(db, param=param, values=candidates, metric=metric, retriever=retriever,
-                                          params={"corpus": corpus}, force=force))
+                                          params={"corpus": corpus, **_scoring(relevance_level, ignore_identical_ids)},
+                                          force=force))
     if as_json:
         out.print_json(result.model_dump_json())
         return
