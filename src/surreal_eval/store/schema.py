@@ -41,7 +41,7 @@ __all__ = [
 #: The files that make up the harness, in the order they are applied. corpus and corpus_indexes
 #: are templates of one corpus table, applied here for `article` (and by define_corpus for others).
 HARNESS_SCRIPTS = ("schema", "corpus", "corpus_indexes", "ingest", "retrievers", "tune_ef", "attached", "registry", "metrics",
-                   "history", "evaluate", "queries", "runs", "access")
+                   "history", "candidate_cache", "evaluate", "queries", "runs", "access")
 #: The script rendered with one branch per attached table (see attached_script).
 ATTACHED_SCRIPT = "attached"
 CORPUS_SCRIPTS = ("corpus", "corpus_indexes")
