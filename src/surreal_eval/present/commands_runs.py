@@ -18,6 +18,8 @@ from .progress import Progress
 
 FloorOpt = Annotated[Optional[float], typer.Option(help="BM25 floor of the floored hybrid.")]
 RrfOpt = Annotated[Optional[int], typer.Option(help="RRF constant.")]
+FreshOpt = Annotated[bool, typer.Option(
+    "--fresh", help="Query the indexes for every candidate list instead of reading those of earlier runs.")]
 RetrieversOpt = Annotated[Optional[list[str]], typer.Option(
     help="Retriever(s) to evaluate (default: the registry's defaults; `surreal-eval retrievers` lists them).")]
 
@@ -79,6 +81,7 @@ def evaluate(
     norm: Annotated[Optional[str], typer.Option(help="Linear fusion score normalisation: minmax or zscore.")] = None,
     per_question: Annotated[bool, typer.Option("--per-question", help="Include every question's result.")] = False,
     split: Annotated[Optional[str], typer.Option(help="Evaluate only the questions of this split: dev or test.")] = None,
+    fresh: FreshOpt = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Evaluate the golden set, record the run in history and print its means."""
@@ -92,7 +95,7 @@ def evaluate(
     bar = Progress()  # the same display as loads: stderr, on a terminal, after the first second
     try:
         report = with_db(lambda db: run_evaluation(
-            db, ks=ks, retrievers=retriever, label=label, params=params, per_question=per_question, trigger="cli",
+            db, ks=ks, retrievers=retriever, label=label, params=params, per_question=per_question, trigger="cli", fresh=fresh,
             progress=lambda done, total: bar("evaluating questions", done, total)))
     finally:
         bar.close()
@@ -257,6 +260,7 @@ def tune(
     retriever: Annotated[Optional[str], typer.Option(help="Retriever to tune (default: the one the parameter belongs to).")] = None,
     corpus: Annotated[Optional[str], typer.Option(help="Corpus table.")] = None,
     force: Annotated[bool, typer.Option("--force", help="Tune and report on the same questions when there is no dev/test split (marked in history).")] = False,
+    fresh: FreshOpt = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Sweep a parameter on the dev split, pick the best by a metric, report it on the test split."""
@@ -267,7 +271,7 @@ def tune(
     candidates = None if values is None and param == "floor" else checked(lambda: parse_values(param, values or ""))
     corpus = table_name(corpus, "--corpus table")
     result = with_db(lambda db: run_tune(db, param=param, values=candidates, metric=metric, retriever=retriever,
-                                          params={"corpus": corpus}, force=force))
+                                          params={"corpus": corpus}, force=force, fresh=fresh))
     if as_json:
         out.print_json(result.model_dump_json())
         return

@@ -47,6 +47,9 @@ def show_report(console: Console, report: RunReport, *, per_question: bool = Fal
             f"resolution at k={max(report.ks)} (the smallest change one question can make): "
             + ", ".join(f"{m} {v:.4f}" for m, v in steps.items())
         )
+    if report.retrieval:
+        console.print(f"candidate lists: {report.retrieval['reused']} of {report.retrieval['lists']} read from "
+                      f"earlier runs (inputs unchanged), the rest retrieved (--fresh retrieves all)")
     if report.warning:
         console.print(f"[yellow]warning: {escape(report.warning)}[/yellow]")
 

@@ -39,6 +39,7 @@ def evaluate(
     trigger: str = "library",
     concurrency: int | None = None,
     progress: Callable[[int, int], None] | None = None,
+    fresh: bool = False,
 ) -> RunReport:
     """Evaluate the golden set in the database (fn::run_evaluation), record the run, return its report.
 
@@ -46,12 +47,14 @@ def evaluate(
     fills the defaults. The questions are scored in batches with `concurrency` statements in flight
     (default CONCURRENCY); the run becomes visible in history only when every question is scored,
     and a failure discards it. `progress(done, total)` is called as batches of questions finish.
+    A question's BM25 and vector lists are read from an earlier run when their inputs are unchanged
+    (surql/candidate_cache.surql); `fresh` queries the indexes for every list (and stores them anew).
     """
     names = resolve_retrievers(db, retrievers)
     for k in ks:
         check_number("k", k, option="every k")
     given = check_params({k: v for k, v in (params or {}).items() if v is not None})
-    given.update(trigger=trigger, git_commit=git_commit())
+    given.update(trigger=trigger, git_commit=git_commit(), **({"fresh": True} if fresh else {}))
     # runs left unfinished by a killed process or a dropped connection are invisible; clear them:
     # one process holds an embedded store, so any unfinished run there is dead; on a server, other
     # evaluators may be running, so only runs unfinished for a day are taken as dead

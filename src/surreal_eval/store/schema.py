@@ -174,6 +174,7 @@ def import_harness(db: Database, config: HarnessConfig, *, skip_unchanged: bool 
         applied.append(METRIC_DISPATCH)
     db.value("RETURN fn::record_import($config, $checksums)", {"config": config.model_dump(), "checksums": checksums})
     record_owned(db, names)
+    db.value("RETURN fn::prune_candidate_cache([])")  # the candidate lists kept for reuse that can no longer match
     return applied
 
 
