@@ -215,3 +215,35 @@ def test_the_cli_says_how_many_lists_were_read_and_fresh_reads_none(tmp_path):
     assert again.exit_code == 0 and "candidate lists: 16 of 16 read from earlier runs" in again.stdout
     fresh = runner.invoke(app, [*store, "evaluate", "--k", "3", "--fresh"])
     assert fresh.exit_code == 0 and "candidate lists: 0 of 16 read from earlier runs" in fresh.stdout
+
+
+@pytest.mark.slow
+def test_on_cisi_a_deeper_list_is_exactly_the_shallower_one_with_more_after_it(tmp_path):
+    """A cached list serves a shallower depth by its prefix: exact because every list is ordered by
+    score then id, ties included (CISI's BM25 lists hold many equal scores)."""
+    from surreal_eval import Settings, connect
+    from surreal_eval.load.bulk import load_beir
+
+    from .datasets import cisi
+
+    db = connect(Settings(url="mem://"))
+    try:
+        load_beir(db, cisi(), create_harness=True)
+        ids = db.value("SELECT VALUE id FROM question ORDER BY id LIMIT 30")
+        lists = db.value(
+            "RETURN (SELECT text, embedding FROM $ids).map(|$q| { "
+            "bm25: [fn::bm25_candidates('article', $q.text, 100), fn::bm25_candidates('article', $q.text, 10)], "
+            "vector: [fn::vec_candidates('article', $q.embedding, 100), fn::vec_candidates('article', $q.embedding, 10)] })",
+            {"ids": ids})
+        for question in lists:
+            for deep, shallow in question.values():
+                assert deep[:10] == shallow
+        ties = sum(a["score"] == b["score"] for q in lists for a, b in zip(q["bm25"][0], q["bm25"][0][1:]))
+        assert ties > 0  # the prefix property was tried on tied scores
+        db.query("DELETE question WHERE id NOTINSIDE $ids", {"ids": ids})
+        evaluate(db, ks=[100], retrievers=["bm25", "vector"])
+        shallow = evaluate(db, ks=[10], retrievers=["bm25", "vector", "hybrid"])
+        assert shallow.retrieval == {"lists": 60, "reused": 60}
+        same_as_fresh(db, shallow, ks=[10], retrievers=["bm25", "vector", "hybrid"])
+    finally:
+        db.close()
