@@ -17,6 +17,7 @@ from surreal_eval.present.cli import app
 from surreal_eval.runs.evaluate import evaluate
 
 from .conftest import snapshot
+from .test_candidate_cache import rankings
 
 runner = CliRunner()
 
@@ -312,3 +313,22 @@ def test_an_attached_table_is_chunked_and_its_labels_score_the_chunks(attached):
     assert "documents:refund" in ranked["question:money"]
     assert table_state(db, "documents") == before
     db.close()
+
+
+def test_an_attached_tables_lists_are_reused_until_its_own_rows_or_analyzer_change(attached):
+    store, _ = attached
+    db = connect(Settings(url=f"surrealkv://{store}"))
+    try:
+        run = {"ks": [3], "retrievers": ["bm25", "vector"], "params": {"corpus": "documents"}}
+        first = evaluate(db, **run)
+        assert evaluate(db, **run).retrieval == {"lists": 8, "reused": 8}
+        db.query("UPDATE documents:gift SET text = 'Gift cards for a refund of a damaged parcel never expire'")
+        assert evaluate(db, **run).retrieval["reused"] == 4  # the vector lists: the text changed, not the vectors
+        db.query("DEFINE ANALYZER OVERWRITE app_words TOKENIZERS blank, class FILTERS lowercase; "
+                 "REBUILD INDEX documents_text ON documents")
+        changed = evaluate(db, **run)
+        assert changed.retrieval["reused"] == 4
+        fresh = evaluate(db, **run, fresh=True)
+        assert rankings(db, changed) == rankings(db, fresh) != rankings(db, first)
+    finally:
+        db.close()
