@@ -48,8 +48,9 @@ def show_report(console: Console, report: RunReport, *, per_question: bool = Fal
             + ", ".join(f"{m} {v:.4f}" for m, v in steps.items())
         )
     if report.retrieval:
-        console.print(f"candidate lists: {report.retrieval['reused']} of {report.retrieval['lists']} read from "
-                      f"earlier runs (inputs unchanged), the rest retrieved (--fresh retrieves all)")
+        used = report.retrieval
+        console.print(f"candidate lists: {used['reused']} of {used['lists']} read from earlier runs (inputs unchanged), "
+                      f"{used['lists'] - used['reused']} retrieved")
     if report.warning:
         console.print(f"[yellow]warning: {escape(report.warning)}[/yellow]")
 
