@@ -221,7 +221,7 @@ def test_cli_compare_prints_changes_and_broken_questions(tmp_path):
     assert within.exit_code == 0 and "rate_limit 0.00→1.00" in within.stdout
 
     alone = cli(store, "compare", "latest")
-    assert alone.exit_code == 2 and "two --retriever" in alone.stderr
+    assert alone.exit_code == 2 and "two or more --retriever" in alone.stderr
     missing = cli(store, "compare", "latest", "nope")
     assert missing.exit_code == 2 and "no finished run eval_run:nope" in missing.stderr
     bad = cli(store, "compare", "previous", "latest", "--metric", "recall@9")

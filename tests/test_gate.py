@@ -36,7 +36,7 @@ def regressed(seeded):
 
 def test_a_large_significant_drop_fails_and_names_the_broken_questions(regressed):
     db, base, bad = regressed
-    result = gate(db, metric="recall@3")
+    result = gate(db, metric="recall@3", per_check=True)  # each check on its own p (test_multiple: the Holm default)
     assert (result.baseline, result.candidate) == (base.run, bad.run)
     assert not result.passed
     assert [(c.retriever, c.metric) for c in result.failures] == [("vector", "recall@3")]
@@ -80,7 +80,7 @@ def test_a_large_drop_on_one_question_is_not_significant_and_passes(seeded):
 )
 def test_gate_options(regressed, options, passed):
     db, _, _ = regressed
-    assert gate(db, **{"metric": "recall@3", **options}).passed is passed
+    assert gate(db, **{"metric": "recall@3", "per_check": True, **options}).passed is passed
 
 
 def test_baseline_latest_is_the_run_before_the_candidate(seeded):
@@ -132,7 +132,7 @@ def test_a_retriever_the_baseline_lacks_is_skipped(seeded):
 
 def test_junit_xml_has_one_testcase_per_retriever_and_metric(regressed, tmp_path):
     db, base, bad = regressed
-    result = gate(db, metric=["recall@3", "recall@5"])
+    result = gate(db, metric=["recall@3", "recall@5"], per_check=True)
     path = write_junit(result, tmp_path / "gate.xml")
     root = ET.parse(path).getroot()
     assert root.tag == "testsuites" and root.get("tests") == "8" and root.get("failures") == "1"
@@ -141,12 +141,14 @@ def test_junit_xml_has_one_testcase_per_retriever_and_metric(regressed, tmp_path
     properties = {p.get("name"): p.get("value") for p in suite.iter("property")}
     assert properties["baseline"] == base.run and properties["candidate"] == bad.run
     assert properties["baseline_label"] == "good" and properties["max_drop"] == "0.02"
+    assert properties["decided_on"] == "per-check p"
     cases = {(c.get("classname"), c.get("name")): c for c in suite.findall("testcase")}
     assert set(cases) == {(f"gate.{r}", m) for r in ("bm25", "vector", "hybrid", "hybrid_floor") for m in ("recall@3", "recall@5")}
     (failure,) = [f for c in cases.values() for f in c.findall("failure")]
     assert failure is cases[("gate.vector", "recall@3")].find("failure")
     message = failure.get("message")
     assert "fell from 0.8750 to 0.1667" in message and "p = 0.0312" in message and "n = 8" in message
+    assert "Holm-adjusted p = 0.2500" in message  # 2/64 x 8 checks
     assert set(message.split("broken: ")[1].split(", ")) == VECTOR_BROKEN
     assert "question:money_back: 1.0000 -> 0.0000" in failure.text
 
@@ -183,7 +185,7 @@ def store(tmp_path):
 
 def test_cli_gate_fails_with_exit_1_and_prints_the_broken_questions(store, tmp_path):
     junit = tmp_path / "out.xml"
-    result = cli(store, "gate", "--baseline", "latest", "--metric", "recall@3", "--junit", str(junit))
+    result = cli(store, "gate", "--baseline", "latest", "--metric", "recall@3", "--per-check", "--junit", str(junit))
     assert result.exit_code == 1, result.output
     assert "FAIL" in result.stdout
     assert all(f"question:{q}" in result.stdout for q in VECTOR_BROKEN)
@@ -199,7 +201,7 @@ def test_cli_gate_passes_with_exit_0(store):
 
 
 def test_cli_gate_json_keeps_the_exit_code(store):
-    result = cli(store, "gate", "--metric", "recall@3", "--json")
+    result = cli(store, "gate", "--metric", "recall@3", "--per-check", "--json")
     assert result.exit_code == 1
     data = json.loads(result.stdout)
     assert data["passed"] is False

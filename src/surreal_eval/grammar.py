@@ -65,6 +65,7 @@ LIMITS: dict[str, tuple[type, float, float, str]] = {
     "limit": (int, 1, 1_000_000, "the number of runs"),
     "dev": (float, 0, 1, "the dev share"),
     "seed": (int, 0, 2**31 - 1, "the split seed"),
+    "relevance_level": (int, 1, 1_000_000, "the relevance level"),  # the lowest grade binary metrics count
 }
 
 
@@ -85,8 +86,11 @@ def check_number(name: str, value: Any, *, option: str | None = None) -> Any:
 
 
 def check_params(params: dict[str, Any] | None) -> dict[str, Any]:
-    """Run parameters with every numeric one (depth, rrf_k, floor, floors, weights) range-checked."""
+    """Run parameters with every numeric one (depth, rrf_k, floor, floors, weights, relevance_level) range-checked
+    and ignore_identical_ids a boolean."""
     for name, value in (params or {}).items():
+        if name == "ignore_identical_ids" and value is not None and not isinstance(value, bool):
+            raise ConfigError(f"ignore_identical_ids must be true or false (--ignore-identical-ids), got {value!r}")
         if value is None or name not in LIMITS:
             continue
         if name in ("floors", "weights"):

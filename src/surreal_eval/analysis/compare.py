@@ -6,8 +6,10 @@
 
 Every difference is B - A over the questions both sides scored (paired by question id), with the
 percentile bootstrap interval of the mean difference and the paired randomization p-value of
-`stats.paired_test`. A question is FIXED when its score rose from A to B and BROKEN when it fell.
-Different golden sets, or judged@k far apart (analysis.judged), are compared with a loud warning in
+`stats.paired_test`, and that p-value Holm-adjusted over every row of the comparison (`p_adjusted`,
+analysis.multiple; three or more sides: analysis.groups). A question is FIXED when its score rose from A to B and BROKEN when it fell.
+Different golden sets, judged@k far apart (analysis.judged) or different scoring rules (relevance
+level, identical ids dropped: analysis.changes) are compared with a loud warning in
 `Comparison.warnings`; a different corpus, parameters or harness is what a comparison is for: those
 are listed in `Comparison.changes`.
 """
@@ -16,7 +18,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from datetime import datetime
-from typing import Any
 
 from pydantic import BaseModel
 from surrealdb import RecordID
@@ -27,7 +28,9 @@ from ..runs.record import load_for_comparison
 from ..grammar import METRICS, MetricSpec, parse_metric
 from ..models import QuestionResult, RunReport
 from ..stats import PairedComparison, paired_test, resolution, sample_warning
+from .changes import Change, golden_warning, run_changes, scoring_warnings
 from .judged import judged_warnings
+from .multiple import holm
 
 __all__ = [
     "Change",
@@ -36,11 +39,14 @@ __all__ = [
     "QuestionDelta",
     "RetrieverComparison",
     "RetrieverDelta",
+    "adjust",
     "compare_reports",
     "compare_retrievers",
     "compare_runs",
     "metric_specs",
     "paired_delta",
+    "report_index",
+    "retriever_scores",
     "run_changes",
 ]
 
@@ -69,20 +75,14 @@ class PairedDelta(PairedComparison):
     resolution: float | None = None
     #: A and B cannot be told apart: the difference is smaller than the resolution
     tied: bool = False
+    #: p_value Holm-adjusted over every row of the comparison it belongs to (analysis.multiple.holm)
+    p_adjusted: float | None = None
 
 
 class RetrieverDelta(PairedDelta):
     """PairedDelta of one retriever between two runs."""
 
     retriever: str
-
-
-class Change(BaseModel):
-    """One recorded property that differs between run A and run B (`params.floor`, `corpus.fingerprint`, ...)."""
-
-    field: str
-    a: Any
-    b: Any
 
 
 class Comparison(BaseModel):
@@ -193,8 +193,24 @@ def _scores(rows: dict[str, QuestionResult], metric: str) -> dict[str, float]:
     return {q: float(r.score(metric)) for q, r in rows.items()}
 
 
+def report_index(report: RunReport) -> dict[tuple[str, int], dict[str, QuestionResult]]:
+    """A report's per-question results by (retriever, k), then question id."""
+    return _index(report)
+
+
+def retriever_scores(index: dict, retriever: str, spec: MetricSpec) -> tuple[dict[str, float], dict[str, int]]:
+    """One retriever's score on `spec` and label count, each by question id, from `report_index`."""
+    rows = index.get((retriever, spec.k), {})
+    return _scores(rows, spec.name), {q: len(r.relevant) for q, r in rows.items()}
+
+
 def _labels(rows: dict[str, QuestionResult], questions: Sequence[str]) -> list[int]:
     return [len(rows[q].relevant) for q in questions]
+
+
+def adjust(rows: Sequence[PairedDelta]) -> list:
+    """`rows` with p_adjusted set: each p-value Holm-adjusted over all of `rows` (the checks made together)."""
+    return [row.model_copy(update={"p_adjusted": p}) for row, p in zip(rows, holm([r.p_value for r in rows]), strict=True)]
 
 
 def _tied_warning(rows: Sequence[PairedDelta], sides: str) -> list[str]:
@@ -203,65 +219,6 @@ def _tied_warning(rows: Sequence[PairedDelta], sides: str) -> list[str]:
         return [f"{sides} cannot be told apart: every difference is within its mean's resolution "
                 "(the smallest step one question moves it)"]
     return []
-
-
-# ---------------------------------------------------------------------------------------------
-# What changed between two runs
-# ---------------------------------------------------------------------------------------------
-
-_PROVENANCE = ("harness", "git_commit", "trigger", "tuning")
-
-
-def run_changes(a: RunReport, b: RunReport) -> list[Change]:
-    """Every recorded property that differs: params.*, corpus.*, golden.*, retrievers, ks, harness, git commit, trigger."""
-    changes: list[Change] = []
-
-    def diff(prefix: str, x: dict | None, y: dict | None) -> None:
-        x, y = x or {}, y or {}
-        for key in sorted(set(x) | set(y)):
-            if x.get(key) != y.get(key):
-                changes.append(Change(field=f"{prefix}.{key}", a=x.get(key), b=y.get(key)))
-
-    diff("params", a.params, b.params)
-    diff("corpus", a.corpus, b.corpus)
-    diff("golden", a.golden, b.golden)
-    for name in ("retrievers", "ks"):
-        if getattr(a, name) != getattr(b, name):
-            changes.append(Change(field=name, a=getattr(a, name), b=getattr(b, name)))
-    for name in _PROVENANCE:
-        if getattr(a, name, None) != getattr(b, name, None):
-            changes.append(Change(field=name, a=getattr(a, name, None), b=getattr(b, name, None)))
-    return changes
-
-
-def _golden_warning(a: RunReport, b: RunReport, shared: int, only_a: list[str], only_b: list[str]) -> str | None:
-    fa, fb = (a.golden or {}).get("fingerprint"), (b.golden or {}).get("fingerprint")
-    same_questions = not only_a and not only_b and a.questions == b.questions
-    if fa and fb and fa == fb and same_questions:
-        return None
-
-    def side(name: str, report: RunReport, fingerprint: str | None) -> str:
-        described = f"fingerprint {fingerprint[:12]}" if fingerprint else "no golden fingerprint recorded"
-        return f"{name} {report.run}: {report.questions} questions, {described}"
-
-    if fa and fb and fa != fb:
-        what = "the runs measured DIFFERENT GOLDEN SETS"
-        if same_questions:
-            what += " (the same question ids, but texts, labels or grades changed: a score may have moved because its labels did)"
-    elif not (fa and fb) and same_questions:
-        what = "cannot tell whether the runs measured the same golden set (a run records no fingerprint)"
-    else:
-        what = "the runs scored DIFFERENT QUESTIONS"
-    extra = []
-    if only_a:
-        extra.append(f"{len(only_a)} only in A")
-    if only_b:
-        extra.append(f"{len(only_b)} only in B")
-    return (
-        f"WARNING: {what} — {side('A', a, fa)}; {side('B', b, fb)}. "
-        f"Only the {shared} questions scored in both are paired{' (' + ', '.join(extra) + ')' if extra else ''}: "
-        "every mean and difference below is over those, not over either run's own questions."
-    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -320,7 +277,8 @@ def compare_reports(
                                  _labels(index_b[(retriever, spec.k)], paired))
             rows.append(RetrieverDelta(retriever=retriever, **delta.model_dump()))
 
-    warning = _golden_warning(a, b, len(shared), only_a, only_b)
+    rows = adjust(rows)
+    warning = golden_warning(a, b, len(shared), only_a, only_b)
     small = sample_warning(len(shared))
     return Comparison(
         run_a=a.run, run_b=b.run,
@@ -332,7 +290,7 @@ def compare_reports(
         only_b=only_b,
         same_golden=warning is None,
         warnings=[w for w in (warning, small) if w] + _tied_warning(rows, "the runs")
-        + judged_warnings(index_a, index_b, names, ks, shared),
+        + judged_warnings(index_a, index_b, names, ks, shared) + scoring_warnings(a, b),
         changes=run_changes(a, b),
         skipped=skipped,
         rows=rows,
@@ -389,6 +347,7 @@ def compare_retrievers(
         paired = sorted(set(a) & set(b))
         if paired:
             rows.append(paired_delta(a, b, paired, str(spec), _labels(index[(retriever_b, spec.k)], paired)))
+    rows = adjust(rows)
     small = sample_warning(len(_questions(report)))
     return RetrieverComparison(
         run=report.run,

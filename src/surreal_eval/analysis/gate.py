@@ -10,7 +10,9 @@ Semantics (what `surreal-eval gate` does):
 - For every retriever of the candidate (or those named) and every metric@k asked for, the drop
   is `baseline mean - candidate mean` over the questions both runs scored (paired by question).
   A check FAILS when `drop > max_drop` AND the two-sided paired randomization p-value of the
-  difference is `< alpha`. A large drop that is not significant passes, with the reason (and how
+  difference, Holm-adjusted over all the gate's checks (analysis.multiple), is `< alpha`; with
+  `per_check` the raw p-value of each check decides instead (each check alone keeps its false-alarm
+  rate at alpha, the gate as a whole does not). A large drop that is not significant passes, with the reason (and how
   many questions would have to differ for it to be significant); a significant drop within
   `max_drop` passes too. The gate fails when any check fails.
 - Runs over different golden sets (fingerprint or question set) are refused with NotComparable
@@ -51,6 +53,8 @@ class GateCheck(BaseModel):
     low: float
     high: float
     p_value: float
+    #: p_value Holm-adjusted over every check of the gate
+    p_adjusted: float
     n: int
     passed: bool
     reason: str
@@ -68,6 +72,8 @@ class GateResult(BaseModel):
     metrics: list[str]
     max_drop: float
     alpha: float
+    #: True: each check's raw p-value decided; False (the default): the Holm-adjusted ones did
+    per_check: bool = False
     passed: bool
     checks: list[GateCheck]
     skipped: list[str]
@@ -84,7 +90,10 @@ def _min_differing(alpha: float) -> int:
     return math.floor(math.log2(2 / alpha)) + 1
 
 
-def _verdict(drop: float, p_value: float, differing: int, *, metric: str, max_drop: float, alpha: float) -> tuple[bool, str]:
+def _verdict(drop: float, p_value: float, differing: int, *, metric: str, max_drop: float, alpha: float,
+             adjusted: int | None = None) -> tuple[bool, str]:
+    """Pass or fail, and why; `adjusted` is the number of checks p_value was Holm-adjusted over (None: raw)."""
+    what = f"Holm-adjusted over {adjusted} checks, " if adjusted else ""
     if drop <= max_drop + 1e-12:
         if drop > 0:
             return True, f"{metric} fell {drop:.4f}, within the allowed {max_drop:g}"
@@ -99,9 +108,9 @@ def _verdict(drop: float, p_value: float, differing: int, *, metric: str, max_dr
         )
         return True, (
             f"{metric} fell {drop:.4f} (more than the allowed {max_drop:g}) but the drop is not significant: "
-            f"{p_phrase(p_value, alpha)} >= {alpha:g}{hint}"
+            f"{what}{p_phrase(p_value, alpha)} >= {alpha:g}{hint}"
         )
-    return False, f"{metric} fell {drop:.4f} (more than the allowed {max_drop:g}) and the drop is significant: {p_phrase(p_value, alpha)} < {alpha:g}"
+    return False, f"{metric} fell {drop:.4f} (more than the allowed {max_drop:g}) and the drop is significant: {what}{p_phrase(p_value, alpha)} < {alpha:g}"
 
 
 def _metric_list(metric: str | Iterable[str], known: list[str] | None) -> list[str]:
@@ -125,6 +134,7 @@ def gate(
     max_drop: float = 0.02,
     alpha: float = 0.05,
     allow_different_golden: bool = False,
+    per_check: bool = False,
 ) -> GateResult:
     """Does the candidate run hold up against the baseline? See the module docstring for the rules."""
     if not (isinstance(max_drop, (int, float)) and max_drop >= 0):
@@ -167,9 +177,11 @@ def gate(
     for row in comparison.rows:
         drop = 0.0 - row.difference  # 0.0 - x: an unchanged mean prints as 0, not -0
         passed, reason = _verdict(
-            drop, row.p_value, len(row.fixed) + len(row.broken), metric=row.metric, max_drop=max_drop, alpha=alpha
+            drop, row.p_value if per_check else row.p_adjusted, len(row.fixed) + len(row.broken), metric=row.metric,
+            max_drop=max_drop, alpha=alpha, adjusted=None if per_check or len(comparison.rows) < 2 else len(comparison.rows),
         )
-        same = {name: getattr(row, name) for name in ("retriever", "metric", "low", "high", "p_value", "n", "broken", "fixed")}
+        same = {name: getattr(row, name)
+                for name in ("retriever", "metric", "low", "high", "p_value", "p_adjusted", "n", "broken", "fixed")}
         checks.append(GateCheck(**same, baseline=row.mean_a, candidate=row.mean_b, drop=drop, passed=passed, reason=reason))
     return GateResult(
         baseline=baseline_report.run,
@@ -179,6 +191,7 @@ def gate(
         metrics=metrics,
         max_drop=max_drop,
         alpha=alpha,
+        per_check=per_check,
         passed=all(c.passed for c in checks),
         checks=checks,
         skipped=[f"retriever {r} is not in the baseline {baseline_report.run}" for r in skipped],

@@ -8,10 +8,11 @@ from rich.table import Table
 
 from ..analysis.compare import Comparison, PairedDelta, RetrieverComparison
 from ..analysis.gate import GateResult
+from ..analysis.groups import ManyComparison
 from ..analysis.slices import Slice
 from ..stats import format_p
 
-__all__ = ["show_comparison", "show_retriever_comparison", "show_gate", "show_slices"]
+__all__ = ["show_comparison", "show_gate", "show_many", "show_retriever_comparison", "show_slices"]
 
 
 def _short(question: str) -> str:
@@ -36,13 +37,14 @@ def _warnings(console: Console, warnings: list[str]) -> None:
 
 def _delta_table(title: str, first: str, rows: list[tuple[str, PairedDelta]], a: str, b: str) -> Table:
     table = Table(title=title)
-    for column in (first, "metric", a, b, "difference [95% CI]", "p", "fixed", "broken"):
+    for column in (first, "metric", a, b, "difference [95% CI]", "p", "p Holm", "fixed", "broken"):
         table.add_column(column, justify="left" if column in (first, "metric") else "right")
     for name, row in rows:
         p = format_p(row.p_value) + ("" if row.exact else "~")
         table.add_row(
             name, row.metric, f"{row.mean_a:.3f}", f"{row.mean_b:.3f}",
             f"{row.difference:+.3f} [{row.low:+.3f}, {row.high:+.3f}]" + (" tied" if row.tied else ""), p,
+            "-" if row.p_adjusted is None else format_p(row.p_adjusted),
             str(len(row.fixed)) if row.fixed else "-", str(len(row.broken)) if row.broken else "-",
         )
     return table
@@ -83,7 +85,7 @@ def show_comparison(console: Console, comparison: Comparison) -> None:
         console.print(f"not compared: {escape(note)}")
     rows = [(r.retriever, r) for r in c.rows]
     console.print(_delta_table("B - A per retriever and metric (p: paired randomization test; ~ sampled; "
-                               "tied: within the mean's resolution)", "retriever", rows, "A", "B"))
+                               "p Holm: adjusted over every row; tied: within the mean's resolution)", "retriever", rows, "A", "B"))
     _changed_questions(console, rows)
 
 
@@ -95,26 +97,47 @@ def show_retriever_comparison(console: Console, comparison: RetrieverComparison)
     )
     _warnings(console, c.warnings)
     rows = [(f"{c.retriever_a}→{c.retriever_b}", r) for r in c.rows]
-    console.print(_delta_table("B - A per metric (p: paired randomization test; ~ sampled)", "retrievers", rows,
+    console.print(_delta_table("B - A per metric (p: paired randomization test; ~ sampled; p Holm: adjusted over every row)", "retrievers", rows,
                                c.retriever_a, c.retriever_b))
     _changed_questions(console, rows)
+
+
+def show_many(console: Console, many: ManyComparison) -> None:
+    """Every pair with raw and Holm-adjusted p, then per metric the groups that cannot be told apart."""
+    sides = ", ".join(many.sides)
+    console.print(f"{len(many.sides)} {many.kind}{f' of run {escape(many.run)}' if many.run else ''}: {escape(sides)}")
+    _warnings(console, many.warnings)
+    rows = [((f"{r.retriever} " if r.retriever else "") + f"{r.a}→{r.b}", r) for r in many.rows]
+    console.print(_delta_table(f"B - A for every pair (p Holm: adjusted over all {len(many.rows)} rows)",
+                               "pair", rows, "A", "B"))
+    console.print(f"[bold]not separable[/bold] (every pair has Holm-adjusted p >= {many.alpha:g} or is tied; best mean first):")
+    for group in many.groups:
+        members = ", ".join(f"{m} {v:.3f}" for m, v in zip(group.members, group.means, strict=True))
+        console.print(f"  {(group.retriever + ' ') if group.retriever else ''}{group.metric}: {{{escape(members)}}}")
+    if not many.groups:
+        console.print("  none: every pair can be told apart")
+    for key, alone in many.separable.items():
+        if alone:
+            console.print(f"  {escape(key)}: told apart from every other: {escape(', '.join(alone))}")
 
 
 def show_gate(console: Console, result: GateResult) -> None:
     """Every check with its verdict, the broken questions of each failure, and PASS or FAIL."""
     console.print(
         f"gate: candidate {_run(result.candidate, result.candidate_label)} against baseline "
-        f"{_run(result.baseline, result.baseline_label)} (fail on a drop > {result.max_drop:g} with p < {result.alpha:g})"
+        f"{_run(result.baseline, result.baseline_label)} (fail on a drop > {result.max_drop:g} with "
+        f"{'p' if result.per_check else 'Holm-adjusted p'} < {result.alpha:g})"
     )
     _warnings(console, result.warnings)
     table = Table()
-    for column in ("retriever", "metric", "baseline", "candidate", "drop", "p", "n", "verdict"):
+    for column in ("retriever", "metric", "baseline", "candidate", "drop", "p", "p Holm", "n", "verdict"):
         table.add_column(column, justify="left" if column in ("retriever", "metric", "verdict") else "right")
     for check in result.checks:
         verdict = "[green]pass[/green]" if check.passed else "[bold red]FAIL[/bold red]"
         table.add_row(
             check.retriever, check.metric, f"{check.baseline:.3f}", f"{check.candidate:.3f}",
-            f"{check.drop:+.3f}", format_p(check.p_value, result.alpha), str(check.n), verdict,
+            f"{check.drop:+.3f}", format_p(check.p_value, result.alpha), format_p(check.p_adjusted, result.alpha),
+            str(check.n), verdict,
         )
     console.print(table)
     for check in result.checks:

@@ -12,13 +12,13 @@ from typing import NoReturn, Sequence
 import typer
 from typer._click import ClickException  # typer vendors click: its usage errors are these
 
-from . import commands_analysis, commands_load, commands_runs  # noqa: F401 - registering is importing
+from . import commands_analysis, commands_load, commands_retrievers, commands_runs  # noqa: F401 - registering is importing
 from ..errors import SurrealEvalError
 from .app import app, err
 
 __all__ = ["app", "main", "run_cli", "EXIT_CODES"]
 
-#: The order `surreal-eval --help` lists the commands in (the groups, load and export, follow).
+#: The order `surreal-eval --help` lists the commands in (the groups, load, export and retriever, follow).
 ORDER = ("demo", "init", "evaluate", "history", "retrievers", "diagnose", "chunk", "attach", "watch", "split", "tune", "grant",
          "compare", "gate", "report", "slices")
 app.registered_commands.sort(key=lambda info: ORDER.index(info.callback.__name__))

@@ -17,30 +17,36 @@ RunArg = Annotated[str, typer.Argument(help="Run: eval_run:ID, ID, latest or pre
 @app.command()
 def compare(
     run_a: RunArg,
-    run_b: Annotated[Optional[str], typer.Argument(help="Run B (after); omit it to compare two --retriever of run A.")] = None,
+    run_b: Annotated[Optional[str], typer.Argument(help="Run B (after); omit it to compare --retriever of run A.")] = None,
+    more: Annotated[Optional[list[str]], typer.Argument(help="Further runs: three or more runs are compared pair by pair.", show_default=False)] = None,
     metric: Annotated[Optional[list[str]], typer.Option(help="NAME@K, or NAME for every shared k (default: every metric at every shared k).")] = None,
-    retriever: Annotated[Optional[list[str]], typer.Option(help="Only these retrievers (default: all both runs have); without RUN_B, exactly two.")] = None,
+    retriever: Annotated[Optional[list[str]], typer.Option(help="Only these retrievers (default: all both runs have); without RUN_B, two or more.")] = None,
+    alpha: Annotated[float, typer.Option(help="With three or more runs or retrievers: sides whose Holm-adjusted p is at least this are not separable.")] = 0.05,
     as_json: JsonOpt = False,
 ) -> None:
-    """Compare run A with run B per retriever and metric: mean difference, interval, p-value, questions fixed and broken."""
+    """Compare run A with run B per retriever and metric: mean difference, interval, raw and Holm-adjusted p, questions fixed and broken."""
     from . import analysis_tables as display_compare
     from ..analysis.compare import compare_retrievers, compare_runs
+    from ..analysis.groups import compare_many_retrievers, compare_many_runs
 
+    result = None
     if run_b is None:
         names = [n.strip() for r in retriever or [] for n in r.split(",") if n.strip()]
-        if len(names) != 2:
-            fail(ConfigError("give RUN_B, or two --retriever to compare within run A (e.g. --retriever hybrid --retriever hybrid_floor)"))
-        within = with_db(lambda db: compare_retrievers(db, run_a, names[0], names[1], metric))
-        if as_json:
-            out.print_json(within.model_dump_json())
-            return
-        display_compare.show_retriever_comparison(out, within)
-        return
-    result = with_db(lambda db: compare_runs(db, run_a, run_b, metrics=metric, retrievers=retriever))
+        if len(names) < 2:
+            fail(ConfigError("give RUN_B, or two or more --retriever to compare within run A (e.g. --retriever hybrid --retriever hybrid_floor)"))
+        if len(names) > 2:
+            result = with_db(lambda db: compare_many_retrievers(db, run_a, names, metrics=metric, alpha=alpha))
+        else:
+            result = with_db(lambda db: compare_retrievers(db, run_a, names[0], names[1], metric))
+    elif more:
+        result = with_db(lambda db: compare_many_runs(db, [run_a, run_b, *more], metrics=metric, retrievers=retriever, alpha=alpha))
+    else:
+        result = with_db(lambda db: compare_runs(db, run_a, run_b, metrics=metric, retrievers=retriever))
     if as_json:
         out.print_json(result.model_dump_json())
         return
-    display_compare.show_comparison(out, result)
+    show = {"ManyComparison": display_compare.show_many, "RetrieverComparison": display_compare.show_retriever_comparison}
+    show.get(type(result).__name__, display_compare.show_comparison)(out, result)
 
 
 @app.command()
@@ -50,8 +56,9 @@ def gate(
     metric: Annotated[Optional[list[str]], typer.Option(help="Metric at a cutoff to gate on, e.g. recall@5 (repeatable; default recall@5).")] = None,
     retriever: Annotated[Optional[list[str]], typer.Option(help="Retriever(s) to gate (default: every retriever of the candidate).")] = None,
     max_drop: Annotated[float, typer.Option(help="Largest fall of the mean that passes.")] = 0.02,
-    alpha: Annotated[float, typer.Option(help="A larger fall fails only when its paired p-value is below this.")] = 0.05,
+    alpha: Annotated[float, typer.Option(help="A larger fall fails only when its paired p-value, Holm-adjusted over every check, is below this.")] = 0.05,
     allow_different_golden: Annotated[bool, typer.Option("--allow-different-golden", help="Gate runs of different golden sets on their shared questions.")] = False,
+    per_check: Annotated[bool, typer.Option("--per-check", help="Decide each check on its own p-value, not the Holm-adjusted one.")] = False,
     junit: Annotated[Optional[Path], typer.Option(help="Also write the result as JUnit XML to this file.")] = None,
     as_json: JsonOpt = False,
 ) -> None:
@@ -62,7 +69,8 @@ def gate(
 
     result = with_db(lambda db: run_gate(
         db, baseline=baseline, candidate=candidate, metric=metric or ["recall@5"], retriever=retriever,
-        max_drop=max_drop, alpha=alpha, allow_different_golden=allow_different_golden))
+        max_drop=max_drop, alpha=alpha, allow_different_golden=allow_different_golden,
+        per_check=per_check))
     if junit is not None:
         checked(lambda: write_junit(result, junit))
     if as_json:

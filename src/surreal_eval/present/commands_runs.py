@@ -20,6 +20,10 @@ FloorOpt = Annotated[Optional[float], typer.Option(help="BM25 floor of the floor
 RrfOpt = Annotated[Optional[int], typer.Option(help="RRF constant.")]
 FreshOpt = Annotated[bool, typer.Option(
     "--fresh", help="Query the indexes for every candidate list instead of reading those of earlier runs.")]
+LevelOpt = Annotated[Optional[int], typer.Option(
+    "--relevance-level", help="Binary metrics count a label as relevant only from this grade (trec_eval -l); nDCG keeps the grades.")]
+IdenticalOpt = Annotated[bool, typer.Option(
+    "--ignore-identical-ids", help="Drop a retrieved record whose key is the question's own key before scoring (BEIR's convention).")]
 RetrieversOpt = Annotated[Optional[list[str]], typer.Option(
     help="Retriever(s) to evaluate (default: the registry's defaults; `surreal-eval retrievers` lists them).")]
 
@@ -81,6 +85,8 @@ def evaluate(
     norm: Annotated[Optional[str], typer.Option(help="Linear fusion score normalisation: minmax or zscore.")] = None,
     per_question: Annotated[bool, typer.Option("--per-question", help="Include every question's result.")] = False,
     split: Annotated[Optional[str], typer.Option(help="Evaluate only the questions of this split: dev or test.")] = None,
+    relevance_level: LevelOpt = None,
+    ignore_identical_ids: IdenticalOpt = False,
     fresh: FreshOpt = False,
     as_json: JsonOpt = False,
 ) -> None:
@@ -90,7 +96,7 @@ def evaluate(
 
     ks = checked(lambda: parse_ks(k))
     params = {"corpus": table_name(corpus, "--corpus table"), "floor": floor, "rrf_k": rrf_k, "depth": depth, "norm": norm,
-              "split": split,
+              "split": split, **_scoring(relevance_level, ignore_identical_ids),
               "weights": checked(lambda: parse_weights(weights)) if weights else None}
     bar = Progress()  # the same display as loads: stderr, on a terminal, after the first second
     try:
@@ -103,6 +109,11 @@ def evaluate(
         out.print_json(report.model_dump_json(exclude={"per_question"} if not per_question else None))
         return
     display.show_report(out, report, per_question=per_question)
+
+
+def _scoring(relevance_level: int | None, ignore_identical_ids: bool) -> dict:
+    """The scoring parameters given on the command line (None: the run's default)."""
+    return {"relevance_level": relevance_level, "ignore_identical_ids": True if ignore_identical_ids else None}
 
 
 @app.command()
@@ -146,13 +157,15 @@ def diagnose(
     k: Annotated[int, typer.Option("--k", help="How many results per retriever.")] = 5,
     corpus: Annotated[Optional[str], typer.Option(help="Corpus table.")] = None,
     floor: FloorOpt = None,
+    retriever: RetrieversOpt = None,
 ) -> None:
     """Show a question's labelled articles beside each retriever's top k, with scores."""
     from ..runs.diagnose import diagnose as diagnose_question
     from . import run_tables as display
 
     corpus = table_name(corpus, "--corpus table")
-    found = with_db(lambda db: diagnose_question(db, question, k=k, params={"corpus": corpus, "floor": floor}))
+    found = with_db(lambda db: diagnose_question(db, question, k=k, retrievers=retriever,
+                                                        params={"corpus": corpus, "floor": floor}))
     display.show_diagnosis(out, found)
 
 
@@ -225,6 +238,8 @@ def watch(
     retriever: RetrieversOpt = None,
     floor: FloorOpt = None,
     rrf_k: RrfOpt = None,
+    relevance_level: LevelOpt = None,
+    ignore_identical_ids: IdenticalOpt = False,
     off: Annotated[bool, typer.Option("--off", help="Stop evaluating after ingests.")] = False,
 ) -> None:
     """Evaluate inside the database after every ingest (each `load corpus` records a run by itself)."""
@@ -235,7 +250,8 @@ def watch(
         plain(out, "ingests no longer evaluate")
         return
     ks = checked(lambda: parse_ks(k))
-    with_db(lambda db: set_watch(db, ks=ks, retrievers=retriever, params={"floor": floor, "rrf_k": rrf_k}))
+    with_db(lambda db: set_watch(db, ks=ks, retrievers=retriever, params={"floor": floor, "rrf_k": rrf_k,
+                                                                         **_scoring(relevance_level, ignore_identical_ids)}))
     plain(out, f"every ingest now records a run at k = {', '.join(map(str, ks))}")
 
 
@@ -260,6 +276,8 @@ def tune(
     retriever: Annotated[Optional[str], typer.Option(help="Retriever to tune (default: the one the parameter belongs to).")] = None,
     corpus: Annotated[Optional[str], typer.Option(help="Corpus table.")] = None,
     force: Annotated[bool, typer.Option("--force", help="Tune and report on the same questions when there is no dev/test split (marked in history).")] = False,
+    relevance_level: LevelOpt = None,
+    ignore_identical_ids: IdenticalOpt = False,
     fresh: FreshOpt = False,
     as_json: JsonOpt = False,
 ) -> None:
@@ -271,7 +289,8 @@ def tune(
     candidates = None if values is None and param == "floor" else checked(lambda: parse_values(param, values or ""))
     corpus = table_name(corpus, "--corpus table")
     result = with_db(lambda db: run_tune(db, param=param, values=candidates, metric=metric, retriever=retriever,
-                                          params={"corpus": corpus}, force=force, fresh=fresh))
+                                          params={"corpus": corpus, **_scoring(relevance_level, ignore_identical_ids)},
+                                          force=force, fresh=fresh))
     if as_json:
         out.print_json(result.model_dump_json())
         return

@@ -23,7 +23,8 @@ def failure_message(check: GateCheck, alpha: float = 0.05) -> str:
     return (
         f"{check.retriever} {check.metric} fell from {check.baseline:.4f} to {check.candidate:.4f} "
         f"(drop {check.drop:.4f}, 95% CI of the difference [{check.low:.4f}, {check.high:.4f}], "
-        f"{p_phrase(check.p_value, alpha)}, n = {check.n}); broken: {broken or 'none'}"
+        f"{p_phrase(check.p_value, alpha)}, Holm-adjusted {p_phrase(check.p_adjusted, alpha)}, n = {check.n}); "
+        f"broken: {broken or 'none'}"
     )
 
 
@@ -54,6 +55,7 @@ def write_junit(result: GateResult, path: str | Path) -> Path:
         ("candidate_label", result.candidate_label or ""),
         ("max_drop", f"{result.max_drop:g}"),
         ("alpha", f"{result.alpha:g}"),
+        ("decided_on", "per-check p" if result.per_check else "Holm-adjusted p"),
         *((f"warning_{i}", w) for i, w in enumerate(result.warnings, start=1)),
         *((f"changed.{c.field}", f"{c.a!r} -> {c.b!r}") for c in result.changes),
     ):

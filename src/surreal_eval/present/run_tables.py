@@ -117,10 +117,11 @@ def show_history(console: Console, runs: list[RunSummary], metric: str, k: int |
 def show_registry(console: Console, rows: list[Retriever]) -> None:
     """One line per registry row, in report order."""
     table = Table(title="retrievers (table retriever)")
-    for column in ("retriever", "lists", "fusion", "params", "default", "sweep", "tunes", "owner"):
+    for column in ("retriever", "kind", "lists", "fusion", "params", "default", "sweep", "tunes", "owner"):
         table.add_column(column)
     for r in rows:
-        table.add_row(_plain(r.name), " + ".join(r.lists), r.fusion, _plain(json.dumps(r.params, sort_keys=True)) if r.params else "",
+        lists = f"{r.function_name} on {r.corpus}" if r.function_name else " + ".join(r.lists)
+        table.add_row(_plain(r.name), r.kind, _plain(lists), r.fusion, _plain(json.dumps(r.params, sort_keys=True)) if r.params else "",
                       "yes" if r.by_default else "", _plain(r.sweep or ""), ", ".join(r.tunes), "harness" if r.harness else "user")
     console.print(table)
 

@@ -9,14 +9,14 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, computed_field
 
 from .connection import Database
 from .schema import surql_dir
 from ..errors import ConfigError
 from ..grammar import parse_retrievers
 
-__all__ = ["HARNESS_RETRIEVERS", "Retriever", "registry", "resolve_retrievers", "tuned_by"]
+__all__ = ["HARNESS_RETRIEVERS", "Retriever", "registry", "resolve_retrievers", "tuned_by", "check_functions"]
 
 _SEEDED = re.compile(r"^UPSERT retriever:([A-Za-z_][A-Za-z0-9_]*) ", re.MULTILINE)
 
@@ -33,6 +33,15 @@ class Retriever(BaseModel):
     sweep: str | None = None
     tunes: list[str] = []
     harness: bool = False
+    #: a user's retriever function (`retriever add --function`): the function its one list calls, and its corpus table
+    function_name: str | None = None
+    corpus: str | None = None
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def kind(self) -> str:
+        """'function' (a user's function), 'fused' (several lists fused) or 'list' (one built-in list as it is)."""
+        return "function" if self.function_name else "fused" if len(self.lists) > 1 else "list"
 
 
 def _harness_retrievers() -> tuple[str, ...]:
@@ -54,7 +63,9 @@ def registry(db: Database) -> list[Retriever]:
 def resolve_retrievers(db: Database, names: list[str] | None) -> list[str]:
     """The retrievers asked for (comma-separated or repeated; the registry's defaults when none), in report order."""
     rows = registry(db)
-    return parse_retrievers(names, known=[r.name for r in rows], defaults=[r.name for r in rows if r.by_default])
+    chosen = parse_retrievers(names, known=[r.name for r in rows], defaults=[r.name for r in rows if r.by_default])
+    check_functions(db, chosen, rows)
+    return chosen
 
 
 def tuned_by(db: Database, param: str) -> str:
@@ -63,3 +74,18 @@ def tuned_by(db: Database, param: str) -> str:
         if param in row.tunes:
             return row.name
     raise ConfigError(f"no retriever in the registry tunes {param!r}: name one with --retriever")
+
+
+def check_functions(db: Database, names: list[str], rows: list[Retriever] | None = None) -> None:
+    """A ConfigError when a retriever of `names` (or a list it fuses) calls a function the database no longer holds."""
+    by_name = {r.name: r for r in (rows if rows is not None else registry(db))}
+    calls = {by_name[lst].function_name for n in names if n in by_name for lst in by_name[n].lists
+             if lst in by_name and by_name[lst].function_name}
+    if not calls:
+        return
+    held = db.value("INFO FOR DB")["functions"]
+    for fn in sorted(calls):
+        if fn.removeprefix("fn::") not in held:
+            owner = next(r.name for r in by_name.values() if r.function_name == fn)
+            raise ConfigError(f"retriever {owner} calls {fn}, which no longer exists: define it again, "
+                              f"or `surreal-eval retriever remove {owner}`")

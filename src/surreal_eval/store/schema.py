@@ -22,6 +22,10 @@ __all__ = [
     "HarnessConfig",
     "surql_dir",
     "metric_dispatch",
+    "function_dispatch",
+    "function_name",
+    "function_call",
+    "function_probe",
     "render",
     "statement",
     "import_harness",
@@ -40,8 +44,8 @@ __all__ = [
 
 #: The files that make up the harness, in the order they are applied. corpus and corpus_indexes
 #: are templates of one corpus table, applied here for `article` (and by define_corpus for others).
-HARNESS_SCRIPTS = ("schema", "corpus", "corpus_indexes", "ingest", "retrievers", "tune_ef", "attached", "registry", "metrics",
-                   "history", "candidate_cache", "evaluate", "queries", "runs", "access")
+HARNESS_SCRIPTS = ("schema", "corpus", "corpus_indexes", "ingest", "retrievers", "tune_ef", "attached", "user_retrievers", "registry",
+                   "metrics", "scoring", "history", "candidate_cache", "evaluate", "queries", "runs", "access")
 #: The script rendered with one branch per attached table (see attached_script).
 ATTACHED_SCRIPT = "attached"
 CORPUS_SCRIPTS = ("corpus", "corpus_indexes")
@@ -54,6 +58,7 @@ DEMO_DIMENSION = 4
 _EACH = re.compile(r"^-- each (content|embedding)\n(.*?)^-- end\n", re.MULTILINE | re.DOTALL)
 _PLACEHOLDER = re.compile(r"\{\{\s*([a-z_]+)\s*\}\}")
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
+_FUNCTION = re.compile(r"^fn(?:::[A-Za-z_][A-Za-z0-9_]{0,62}){1,8}$")
 #: Words refused as table and user names, matched case-insensitively: those SurrealDB's parser may
 #: refuse as an identifier in some statements (its lexer's RESERVED_KEYWORD set), and the keywords
 #: the harness's own corpus statements failed to parse when a corpus was loaded under each keyword.
@@ -172,6 +177,8 @@ def import_harness(db: Database, config: HarnessConfig, *, skip_unchanged: bool 
     if recorded.get(METRIC_DISPATCH) != checksums[METRIC_DISPATCH]:
         apply(db, dispatch)
         applied.append(METRIC_DISPATCH)
+    # the users' retriever functions: written again from the registry (not recorded: users' rows are not the harness)
+    apply(db, function_dispatch(db))
     db.value("RETURN fn::record_import($config, $checksums)", {"config": config.model_dump(), "checksums": checksums})
     record_owned(db, names)
     db.value("RETURN fn::prune_candidate_cache([])")  # the candidate lists kept for reuse that can no longer match
@@ -179,7 +186,8 @@ def import_harness(db: Database, config: HarnessConfig, *, skip_unchanged: bool 
 
 
 #: The names metric_dispatch defines (its text depends on the database, its names do not), for the ownership check.
-DISPATCH_DEFINES = "DEFINE FUNCTION fn::scored_metrics\nDEFINE FUNCTION fn::metrics\nDEFINE FUNCTION fn::extra_metrics"
+DISPATCH_DEFINES = ("DEFINE FUNCTION fn::scored_metrics\nDEFINE FUNCTION fn::metrics\nDEFINE FUNCTION fn::extra_metrics\n"
+                    "DEFINE FUNCTION fn::function_candidates")
 
 
 def metric_dispatch(db: Database) -> str:
@@ -207,6 +215,44 @@ def metric_dispatch(db: Database) -> str:
         "DEFINE FUNCTION OVERWRITE fn::extra_metrics" + args + " { RETURN { "
         + calls([n for n in names if n not in standard]) + " }; };",
     ])
+
+
+def function_name(name: str) -> str:
+    """`name` as `fn::a::b` if it is a SurrealQL function name (fn:: then identifiers joined by ::), else a ConfigError."""
+    full = name if isinstance(name, str) and name.startswith("fn::") else f"fn::{name}"
+    if not _FUNCTION.fullmatch(full):
+        raise ConfigError(f"--function {name!r} is not a function name: write fn::NAME (letters, digits, _ and ::)")
+    return full
+
+
+def function_call(name: str, text: str = "$text", embedding: str = "$embedding", k: str = "$k") -> str:
+    """A call of user function `name` (validated) on three parameters (`$text`, `$embedding`, `$k` unless named)."""
+    return function_name(name) + "(" + ", ".join((text, embedding, k)) + ")"
+
+
+def function_probe(name: str) -> str:
+    """The statement registration runs: fn::function_hits of user function `name` called on $text, $embedding and $k,
+    as retriever $name's candidate list on corpus $corpus."""
+    return "RETURN fn::function_hits($name, " + function_call(name) + ", $corpus, $k)"
+
+
+def function_dispatch(db: Database, *, rows: list[dict] | None = None) -> str:
+    """SurrealQL defining fn::function_candidates with one branch per registry row that calls a user's
+    function (`retriever add --function`): that function called on the question's text, its embedding
+    and the run's depth, its result made a candidate list by fn::function_hits. Each list name is a
+    validated identifier and each function name a validated function name; `rows` ({name, function_name})
+    in place of the database's, for a transaction that changes them."""
+    if rows is None:
+        rows = db.value("SELECT record::id(id) AS name, function_name FROM retriever WHERE function_name != NONE")
+    rows = sorted(rows, key=lambda r: r["name"])
+    branches = "".join(
+        "    IF $list = '" + identifier(r["name"], what="retriever") + "' { RETURN fn::function_hits($list, "
+        + function_call(r["function_name"], "$q.text", "$q.embedding", "$p.depth") + ", $p.corpus, $p.depth) };\n"
+        for r in rows)
+    return ("-- fn::function_candidates: question $q's candidate list $list from the user's function its registry row names, "
+            "called with its text, embedding and the run's depth $p.depth (fn::function_hits on corpus $p.corpus).\n"
+            "DEFINE FUNCTION OVERWRITE fn::function_candidates($list: string, $q: object, $p: object) -> array<object> {\n"
+            + branches + "    THROW 'no retriever function is registered as ' + $list + ' (surreal-eval retriever add)';\n};")
 
 
 def attached_tables(db: Database) -> list[dict]:

@@ -1,0 +1,63 @@
+"""Commands that change the registry of retrievers: retriever add, retriever remove (`retrievers` lists it)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Optional
+
+import typer
+
+from ..errors import ConfigError
+from .app import JsonOpt, app, fail, out, plain, with_db
+
+retriever_app = typer.Typer(help="Add your own retriever (a SurrealQL function, or a fusion of lists) or remove it.",
+                            no_args_is_help=True)
+app.add_typer(retriever_app, name="retriever")
+
+
+@retriever_app.command("add")
+def add(
+    name: Annotated[str, typer.Argument(help="The retriever's name in runs, history and reports (an identifier).")],
+    function: Annotated[Optional[str], typer.Option(
+        "--function", help="Your function fn::NAME($text: string, $embedding: option<array<number>>, $k: int), "
+                           "returning records best first or {id, score} objects.")] = None,
+    corpus: Annotated[str, typer.Option("--corpus", help="The corpus table the function returns records of.")] = "article",
+    text: Annotated[Optional[str], typer.Option("--text", help="Call the function on this text when registering "
+                                                               "(default: the first golden question).")] = None,
+    fuse: Annotated[Optional[str], typer.Option("--fuse", help="Register a fusion instead: rrf or linear.")] = None,
+    lists: Annotated[Optional[list[str]], typer.Option(
+        "--lists", help="The candidate lists --fuse fuses, in order: bm25, vector and your function retrievers.")] = None,
+    default: Annotated[bool, typer.Option("--default", help="Evaluate it when no --retriever is named.")] = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Register your SurrealQL function (--function) or a fusion of candidate lists (--fuse, --lists) as a retriever."""
+    from ..store.user_retrievers import add_function_retriever, add_fused_retriever
+
+    if (function is None) == (fuse is None):
+        fail(ConfigError("give either --function fn::NAME or --fuse rrf|linear with --lists"))
+    if fuse is not None and not lists:
+        fail(ConfigError("--fuse needs --lists, e.g. --lists bm25,mine"))
+    if function is not None and lists:
+        fail(ConfigError("--lists goes with --fuse, not with --function"))
+    if function is not None:
+        added = with_db(lambda db: add_function_retriever(db, name, function=function, corpus=corpus,
+                                                          by_default=default, text=text))
+    else:
+        added = with_db(lambda db: add_fused_retriever(db, name, fusion=fuse, lists=lists or [], by_default=default))
+    if as_json:
+        out.print_json(added.model_dump_json())
+        return
+    if added.kind == "function":
+        on = added.probed_question or "the given text"
+        plain(out, f"registered retriever {added.name}: {added.function_name} on corpus {added.corpus} "
+                   f"({added.probed_hits} records of {added.corpus} for {on})")
+    else:
+        plain(out, f"registered retriever {added.name}: {added.fusion} of {' + '.join(added.lists)}")
+
+
+@retriever_app.command("remove")
+def remove(name: Annotated[str, typer.Argument(help="A retriever you added.")]) -> None:
+    """Remove a retriever you added (the harness's own stay); the runs that measured it stay in history."""
+    from ..store.user_retrievers import remove_retriever
+
+    with_db(lambda db: remove_retriever(db, name))
+    plain(out, f"removed retriever {name}")
