@@ -192,7 +192,7 @@ def detect_concurrency() -> tuple[int, str]:
     return 1, "none: surreal_eval.runs.evaluate has no concurrency setting, so F, H and everything else run sequentially"
 
 
-# ---------------------------------------------------------------------------------- the five rows
+# ---------------------------------------------------------------------------------- the rows
 
 
 def standard_retrievers(db: Database) -> list[Retriever]:
@@ -487,7 +487,7 @@ class Config:
 
 
 def measure_dataset(db: Database, name: str, documents: int, config: Config, log: Callable[[str], None]) -> Result:
-    """All five rows on the data loaded in `db` (its whole golden set), in the order F, H, F again, N, C, S."""
+    """All six rows on the data loaded in `db` (its whole golden set), in the order F, H, F again, R, N, C, S."""
     define_bench_functions(db)
     ids = question_ids(db)
     n = len(ids)
@@ -672,7 +672,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--no-scale", action="store_true", help="skip the scale table")
     parser.add_argument("--quick", action="store_true", help="a small configuration for a smoke test (~2 minutes)")
     parser.add_argument("--breakdown", action="store_true",
-                        help="instead of the five rows, time H stage by stage above F (candidates, fusions, metrics, writes, intervals)")
+                        help="instead of the rows, time H stage by stage above F (candidates, fusions, metrics, writes, intervals)")
     parser.add_argument("--json", type=Path, help="also write every number to this file")
     args = parser.parse_args(argv)
     if args.quick:
