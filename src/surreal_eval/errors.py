@@ -11,6 +11,7 @@
     ├── NotComparable                two runs that must not be compared (different golden sets) (exit 2)
     ├── QueryFailed                  any other SurrealQL error, with the engine's message (exit 3)
     ├── EmbeddingFailed              an embedder could not turn texts into vectors       (exit 4)
+    ├── EndpointFailed               a search endpoint or reranker failed or answered nonsense (exit 4)
     └── PermissionDenied             the signed-in user may not do this (an evaluator)  (exit 5)
 
 Exit 1 is kept for "the gate regressed"; no error exits 1.
@@ -30,6 +31,7 @@ __all__ = [
     "NotComparable",
     "QueryFailed",
     "EmbeddingFailed",
+    "EndpointFailed",
     "PermissionDenied",
 ]
 
@@ -107,6 +109,16 @@ class PermissionDenied(SurrealEvalError, exit_code=5):
 
 class EmbeddingFailed(SurrealEvalError, exit_code=4):
     """An embedding endpoint or local model failed; the message names the endpoint and the fix."""
+
+    def __init__(self, message: str, *, endpoint: str | None = None, status: int | None = None) -> None:
+        super().__init__(message)
+        self.endpoint = endpoint
+        self.status = status
+
+
+class EndpointFailed(SurrealEvalError, exit_code=4):
+    """A search endpoint or reranker (a service the harness calls over HTTP) failed after its retries,
+    or answered without the ranking asked for; the message names the endpoint."""
 
     def __init__(self, message: str, *, endpoint: str | None = None, status: int | None = None) -> None:
         super().__init__(message)

@@ -12,14 +12,14 @@ from typing import NoReturn, Sequence
 import typer
 from typer._click import ClickException  # typer vendors click: its usage errors are these
 
-from . import commands_analysis, commands_load, commands_retrievers, commands_runs  # noqa: F401 - registering is importing
+from . import commands_analysis, commands_load, commands_retrievers, commands_runs, commands_supplied  # noqa: F401 - registering is importing
 from ..errors import SurrealEvalError
 from .app import app, err
 
 __all__ = ["app", "main", "run_cli", "EXIT_CODES"]
 
-#: The order `surreal-eval --help` lists the commands in (the groups, load, export and retriever, follow).
-ORDER = ("demo", "init", "evaluate", "history", "retrievers", "diagnose", "chunk", "attach", "watch", "split", "tune", "grant",
+#: The order `surreal-eval --help` lists the commands in (the groups, load, export, retriever and endpoint, follow).
+ORDER = ("demo", "init", "evaluate", "score", "history", "retrievers", "diagnose", "chunk", "attach", "watch", "split", "tune", "grant",
          "compare", "gate", "report", "slices")
 app.registered_commands.sort(key=lambda info: ORDER.index(info.callback.__name__))
 
@@ -29,7 +29,7 @@ EXIT_CODES = {
     1: "the gate regressed",
     2: "bad input: an option, argument, file, row or id",
     3: "connection or store: unreachable, refused credentials, busy store, a failed query",
-    4: "an embedder failed",
+    4: "an embedder, search endpoint or reranker failed",
     5: "permission denied: the signed-in user may not do this",
     70: "internal error (a bug: the traceback is printed)",
     130: "interrupted (Ctrl-C)",

@@ -26,6 +26,9 @@ IdenticalOpt = Annotated[bool, typer.Option(
     "--ignore-identical-ids", help="Drop a retrieved record whose key is the question's own key before scoring (BEIR's convention).")]
 RetrieversOpt = Annotated[Optional[list[str]], typer.Option(
     help="Retriever(s) to evaluate (default: the registry's defaults; `surreal-eval retrievers` lists them).")]
+EvaluatedOpt = Annotated[Optional[list[str]], typer.Option(
+    help="Retriever(s) to evaluate (default: the registry's defaults; `surreal-eval retrievers` lists them); "
+         "http:NAME: a search endpoint (`surreal-eval endpoint list`).")]
 
 
 @app.command()
@@ -75,7 +78,7 @@ def init(
 @app.command()
 def evaluate(
     k: Annotated[str, typer.Option("--k", help="Cutoffs, comma-separated.")] = "1,3,5,10",
-    retriever: RetrieversOpt = None,
+    retriever: EvaluatedOpt = None,
     label: Annotated[Optional[str], typer.Option(help="A label for this run in history.")] = None,
     corpus: Annotated[Optional[str], typer.Option(help="Corpus table.")] = None,
     floor: FloorOpt = None,
@@ -87,12 +90,17 @@ def evaluate(
     split: Annotated[Optional[str], typer.Option(help="Evaluate only the questions of this split: dev or test.")] = None,
     relevance_level: LevelOpt = None,
     ignore_identical_ids: IdenticalOpt = False,
+    rerank: Annotated[Optional[str], typer.Option(help="Rerank each retriever's top N: a /rerank URL, or local:MODEL (a cross-encoder, the local extra).")] = None,
+    rerank_depth: Annotated[int, typer.Option(help="N: how many of each retriever's results the reranker reorders.")] = 20,
+    rerank_api: Annotated[str, typer.Option(help="The /rerank endpoint's shape: cohere (also OpenAI-style, Jina, vLLM) or tei.")] = "cohere",
+    rerank_model: Annotated[Optional[str], typer.Option(help="Model name sent to a cohere-style reranker.")] = None,
     fresh: FreshOpt = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Evaluate the golden set, record the run in history and print its means."""
     from . import run_tables as display
     from ..runs.evaluate import evaluate as run_evaluation
+    from ..runs.rerank import Rerank
 
     ks = checked(lambda: parse_ks(k))
     params = {"corpus": table_name(corpus, "--corpus table"), "floor": floor, "rrf_k": rrf_k, "depth": depth, "norm": norm,
@@ -102,6 +110,7 @@ def evaluate(
     try:
         report = with_db(lambda db: run_evaluation(
             db, ks=ks, retrievers=retriever, label=label, params=params, per_question=per_question, trigger="cli", fresh=fresh,
+            rerank=Rerank(rerank, depth=rerank_depth, api=rerank_api, model=rerank_model) if rerank else None,
             progress=lambda done, total: bar("evaluating questions", done, total)))
     finally:
         bar.close()

@@ -13,7 +13,7 @@ from ..errors import one_line
 from ..models import Diagnosis, RunReport, RunSummary
 from ..store.registry import Retriever
 
-__all__ = ["show_report", "show_history", "show_registry", "show_diagnosis"]
+__all__ = ["show_report", "show_rerank", "show_history", "show_registry", "show_diagnosis"]
 
 
 def _plain(value: object) -> str:
@@ -84,6 +84,29 @@ def show_report(console: Console, report: RunReport, *, per_question: bool = Fal
         for floor in sorted(by_floor):
             table.add_row(f"{floor:g}", *(_fmt(by_floor[floor].get(k)) for k in report.ks), _fmt(mrr.get(floor)))
         console.print(table)
+    if (report.params.get("supplied") or {}).get("rerank"):
+        show_rerank(console, report)
+
+
+#: The metrics the rerank table sets side by side.
+RERANK_METRICS = ("recall", "ndcg", "mrr")
+
+
+def show_rerank(console: Console, report: RunReport) -> None:
+    """Each reranked retriever: its first stage's recall at the rerank depth N (all a reranker can
+    reorder into the top k), then at each k the first stage's metrics beside the reranked list's."""
+    rerank = report.params["supplied"]["rerank"]
+    depth = rerank["depth"]
+    means = {(r.retriever, r.k): r.scores for r in report.results}
+    table = Table(title=f"rerank of the top {depth} by {_plain(rerank['by'])}: first stage -> reranked")
+    for column in ("retriever", f"first stage recall@{depth}", "k", *RERANK_METRICS):
+        table.add_column(column, justify="left" if column == "retriever" else "right")
+    for first, reranked in rerank["of"].items():
+        for k in [k for k in report.ks if k <= depth]:
+            cells = [f"{_fmt(means.get((first, k), {}).get(m))} -> {_fmt(means.get((reranked, k), {}).get(m))}"
+                     for m in RERANK_METRICS]
+            table.add_row(_plain(first), _fmt(means.get((first, depth), {}).get("recall")), str(k), *cells)
+    console.print(table)
 
 
 def _with_interval(row, metric: str) -> str:

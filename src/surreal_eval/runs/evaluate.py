@@ -13,6 +13,9 @@ from ..grammar import check_number, check_params
 from ..store.registry import resolve_retrievers
 from ..models import RunReport
 from .record import load_run
+from .endpoints import endpoint_rankings, split_endpoints
+from .rerank import SUFFIX, Rerank, check_rerank, rerank_stage
+from .supplied import Supplied, check_corpus
 
 __all__ = ["CONCURRENCY", "BATCH", "evaluate"]
 
@@ -40,6 +43,8 @@ def evaluate(
     concurrency: int | None = None,
     progress: Callable[[int, int], None] | None = None,
     fresh: bool = False,
+    supplied: Supplied | None = None,
+    rerank: Rerank | None = None,
 ) -> RunReport:
     """Evaluate the golden set in the database (fn::run_evaluation), record the run, return its report.
 
@@ -47,14 +52,32 @@ def evaluate(
     fills the defaults. The questions are scored in batches with `concurrency` statements in flight
     (default CONCURRENCY); the run becomes visible in history only when every question is scored,
     and a failure discards it. `progress(done, total)` is called as batches of questions finish.
+    `supplied` holds rankings made outside the database, scored beside the registry's retrievers
+    (only them when `retrievers` is None): its `rankings` give, per retriever name, each question's
+    ranked [{id, score}] (a question left out is an empty ranking), and its `record` is stored in the
+    run's params.supplied with the names. `rerank` adds a reranking stage over every retriever
+    asked for (runs/rerank.py): each one's reranked top N is scored as `<name>+rerank` beside it.
     A question's BM25 and vector lists are read from an earlier run when their inputs are unchanged
     (surql/candidate_cache.surql); `fresh` queries the indexes for every list (and stores them anew).
     """
-    names = resolve_retrievers(db, retrievers)
     for k in ks:
         check_number("k", k, option="every k")
     given = check_params({k: v for k, v in (params or {}).items() if v is not None})
+    if rerank:
+        check_rerank(rerank, ks)
+    retrievers, endpoint_names = split_endpoints(db, retrievers)
+    if endpoint_names:  # asked before anything is written: an endpoint that fails leaves no trace
+        supplied = _from_endpoints(db, endpoint_names, ks, given).merged(supplied or Supplied({}))
+    names = [] if supplied and not retrievers else resolve_retrievers(db, retrievers)
+    if rerank:
+        ks, given, reranked = rerank_stage(db, rerank, names=names, supplied=supplied, ks=ks, given=given)
+        supplied = reranked.merged(supplied or Supplied({}))
+    names += [name for name in (supplied.rankings if supplied else {}) if name not in names]
+    if rerank:  # each retriever followed by its reranked list
+        names = sorted(names, key=lambda n: names.index(n.removesuffix(SUFFIX)) + 0.5 * n.endswith(SUFFIX))
     given.update(trigger=trigger, git_commit=git_commit(), **({"fresh": True} if fresh else {}))
+    if supplied:
+        given["supplied"] = {**supplied.record, "names": list(supplied.rankings)}
     # runs left unfinished by a killed process or a dropped connection are invisible; clear them:
     # one process holds an embedded store, so any unfinished run there is dead; on a server, other
     # evaluators may be running, so only runs unfinished for a day are taken as dead
@@ -68,7 +91,9 @@ def evaluate(
         )
         run, questions = started["run"], started["questions"]
         db.live_runs.add(run)
-    calls = [("RETURN fn::evaluate_questions($run, $ids)", {"run": run, "ids": questions[i : i + BATCH]})
+    calls = [("RETURN fn::evaluate_questions($run, $ids, $supplied)",
+              {"run": run, "ids": questions[i : i + BATCH],
+               "supplied": supplied.for_questions(questions[i : i + BATCH]) if supplied else None})
              for i in range(0, len(questions), BATCH)]
     try:
         for start in range(0, len(calls), GROUP):  # an embedded store may flush between groups
@@ -89,6 +114,17 @@ def evaluate(
     finally:
         db.live_runs.discard(run)
     return load_run(db, run, per_question=per_question, intervals=intervals)
+
+
+def _from_endpoints(db: Database, names: list[str], ks: list[int], given: dict[str, Any]) -> Supplied:
+    """The rankings of endpoints `names` for the run's questions, at its depth, on its corpus."""
+    corpus = check_corpus(db, given.get("corpus"))
+    questions = db.value("SELECT id, text FROM question WHERE $split = NONE OR split = $split ORDER BY id",
+                         {"split": given.get("split")})
+    depth = max(given.get("depth") or 0, *ks)
+    return Supplied(endpoint_rankings(db, names, questions=questions, k=depth, corpus=corpus),
+                    {"endpoints": {name: db.value("SELECT VALUE url FROM ONLY type::record('retriever_endpoint', $n)",
+                                                  {"n": name}).split("?", 1)[0] for name in names}})
 
 
 def git_commit() -> str | None:

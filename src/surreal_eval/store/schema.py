@@ -44,8 +44,8 @@ __all__ = [
 
 #: The files that make up the harness, in the order they are applied. corpus and corpus_indexes
 #: are templates of one corpus table, applied here for `article` (and by define_corpus for others).
-HARNESS_SCRIPTS = ("schema", "corpus", "corpus_indexes", "ingest", "retrievers", "tune_ef", "attached", "user_retrievers", "registry",
-                   "metrics", "scoring", "history", "candidate_cache", "evaluate", "queries", "runs", "access")
+HARNESS_SCRIPTS = ("schema", "corpus", "corpus_indexes", "ingest", "retrievers", "tune_ef", "attached", "user_retrievers", "supplied",
+                   "endpoints", "rerank", "registry", "metrics", "scoring", "history", "candidate_cache", "evaluate", "queries", "runs", "access")
 #: The script rendered with one branch per attached table (see attached_script).
 ATTACHED_SCRIPT = "attached"
 CORPUS_SCRIPTS = ("corpus", "corpus_indexes")

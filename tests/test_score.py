@@ -1,0 +1,189 @@
+"""`score FILE`: rankings made elsewhere (TREC run files, JSONL) recorded as runs, scored by the same
+SurrealQL as the database's own retrievers, checked against pytrec_eval; every refusal changes nothing."""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from surreal_eval.errors import InputError
+from surreal_eval.present.cli import app
+from surreal_eval.runs.evaluate import evaluate
+from surreal_eval.runs.export import export_qrels_trec, export_run_trec
+from surreal_eval.runs.history import history
+from surreal_eval.runs.score import score_file
+
+from .conftest import snapshot
+
+runner = CliRunner()
+TOLERANCE = 1e-9
+
+
+def means(report) -> dict:
+    return {(r.retriever, r.k): r.scores for r in report.results}
+
+
+def test_an_exported_run_scored_back_has_the_same_metrics(seeded, tmp_path):
+    run = evaluate(seeded, ks=[1, 3, 5])
+    path = tmp_path / "run.trec"
+    path.write_text("\n".join(export_run_trec(seeded, run.run)) + "\n")
+    back = score_file(seeded, path, ks=[1, 3, 5], label="scored back")
+    assert sorted(back.retrievers) == sorted(run.retrievers) and back.params["supplied"]["format"] == "trec"
+    original, scored = means(run), means(back)
+    assert set(original) == set(scored)
+    for key, scores in original.items():
+        assert scored[key] == pytest.approx(scores, abs=TOLERANCE), key
+    assert [r.label for r in history(seeded)][-1] == "scored back"
+
+
+def test_a_scored_run_is_compared_and_gated_with_the_run_it_came_from(seeded, tmp_path):
+    from surreal_eval.analysis.compare import compare_runs
+    from surreal_eval.analysis.gate import gate
+
+    run = evaluate(seeded, ks=[1, 5])
+    path = tmp_path / "run.trec"
+    path.write_text("\n".join(export_run_trec(seeded, run.run, retrievers=["hybrid"])) + "\n")
+    back = score_file(seeded, path, ks=[1, 5])
+    comparison = compare_runs(seeded, run.run, back.run)
+    assert comparison.shared == 8 and comparison.same_golden and {r.retriever for r in comparison.rows} == {"hybrid"}
+    assert all(not r.fixed and not r.broken for r in comparison.rows)
+    verdict = gate(seeded, baseline=run.run, candidate=back.run, metric="recall@5")
+    assert verdict.passed and [c.retriever for c in verdict.checks] == ["hybrid"]
+
+
+def test_a_random_trec_run_scores_as_pytrec_eval_over_every_golden_question(seeded, tmp_path):
+    import pytrec_eval
+
+    rng = random.Random(7)
+    docs = [d.id for d in seeded.value("SELECT VALUE id FROM article")]
+    questions = [q.id for q in seeded.value("SELECT VALUE id FROM question ORDER BY id")]
+    lines, run = [], {}
+    for qid in questions[:-2]:  # the last two are absent from the file: they score 0
+        ranked = rng.sample(docs, 6)
+        run[qid] = {d: float(rng.choice([1, 2, 2, 3, 5])) for d in ranked}  # ties: trec_eval's order breaks them
+        lines += [f"{qid} Q0 {d} {i} {s} mine" for i, (d, s) in enumerate(run[qid].items(), start=1)]
+    path = tmp_path / "mine.trec"
+    path.write_text("\n".join(lines) + "\n")
+    report = score_file(seeded, path, ks=[1, 3, 5], per_question=True)
+    qrels = {}
+    for line in export_qrels_trec(seeded):
+        qid, _, doc, grade = line.split()
+        qrels.setdefault(qid, {})[doc] = int(float(grade))
+    theirs = pytrec_eval.RelevanceEvaluator(qrels, {"P_1", "P_3", "P_5", "recall_3", "recall_5", "ndcg_cut_5",
+                                                     "map_cut_5"}).evaluate(run)
+    pairs = [("precision", "P", 1), ("precision", "P", 3), ("precision", "P", 5), ("recall", "recall", 3),
+             ("recall", "recall", 5), ("ndcg", "ndcg_cut", 5), ("map", "map_cut", 5)]
+    rows = {(r.question.split(":", 1)[1], r.k): r for r in report.per_question}
+    for qid in questions:
+        for ours, measure, k in pairs:
+            expected = theirs[qid][f"{measure}_{k}"] if qid in theirs else 0.0
+            assert getattr(rows[(qid, k)], ours) == pytest.approx(expected, abs=TOLERANCE), (qid, ours, k)
+    assert report.questions == len(questions) and report.params["supplied"]["absent"] == {"mine": 2}
+
+
+def test_jsonl_rankings_with_ids_or_with_scores_are_scored_alike(seeded, tmp_path):
+    qs = seeded.value("SELECT id, relevant FROM question ORDER BY id")
+    bare = [{"question": q["id"].id, "ranked": [r.id for r in q["relevant"]]} for q in qs]
+    scored = [{"question": f"question:{q['id'].id}", "retriever": "scored",
+               "ranked": [{"id": f"article:{r.id}", "score": 10 - i} for i, r in enumerate(q["relevant"])]} for q in qs]
+    path = tmp_path / "log.jsonl"
+    path.write_text("\n".join(json.dumps(row) for row in bare + scored) + "\n")
+    report = score_file(seeded, path, ks=[1, 5], name="bare")
+    assert report.retrievers == ["bare", "scored"] and report.params["supplied"]["absent"] == {"bare": 0, "scored": 0}
+    got = means(report)
+    assert got[("bare", 5)] == pytest.approx(got[("scored", 5)], abs=TOLERANCE)
+    assert got[("bare", 5)]["recall"] == 1.0 and got[("bare", 5)]["ndcg"] == pytest.approx(1.0)
+
+
+REFUSED = [
+    ("money_back Q0 refund_request 1 2.0\n", "run.trec", "run.trec:1: a TREC run line has 6 fields"),
+    ("money_back Q0 refund_request 1 high mine\n", "run.trec", "run.trec:1: score 'high' is not a finite number"),
+    ("money_back Q0 refund_request 1 nan mine\n", "run.trec", "run.trec:1: score 'nan' is not a finite number"),
+    ("money_back Q0 refund_request x 1 mine\n", "run.trec", "run.trec:1: rank 'x' is not a whole number"),
+    ("money_back Q0 refund_request 1 2 mine\nmoney_back Q0 refund_request 2 1 mine\n", "run.trec",
+     "run.trec:2: document 'refund_request' is ranked twice"),
+    ("money_back Q0 refund_request 1 2 mine\nnope Q0 refund_request 1 2 mine\n", "run.trec",
+     "run.trec:2: question 'nope' is not in the golden set"),
+    ("money_back Q0 refund_request 1 2 mine\nmoney_back Q0 gone 2 1 mine\n", "run.trec",
+     "run.trec:2: document 'gone' is not a record of article"),
+    ("money_back Q0 refund_request 1 2 a\nmoney_back Q0 refund_request 1 2 b\n", "run.trec",
+     "--name renames a file's one tag, and this file has 2: a, b"),
+    ("money_back Q0 refund_request 1 2 bad$tag\n", "run.trec", "retriever name 'bad$tag'"),
+    ("\n\n", "run.trec", "run.trec: the run file is empty"),
+    ("money_back Q0 refund_request 1 2 floor_sweep\n", "run.trec", "run.trec:1: retriever name 'floor_sweep' is the name of a floor sweep"),
+    ('{"question": "money_back", "ranked": "refund_request"}\n', "r.jsonl", "r.jsonl:1: ranked must be a list"),
+    ('{"question": "money_back", "ranked": [{"id": "refund_request"}]}\n', "r.jsonl", "r.jsonl:1: ranked[0] must be {id, score}"),
+    ('{"question": "money_back", "ranked": [{"id": "a", "score": 1}, {"id": "b", "score": 2}]}\n', "r.jsonl",
+     "r.jsonl:1: the scores of question 'money_back' must not increase"),
+    ('{"question": "money_back", "ranked": []}\n{"question": "money_back", "ranked": []}\n', "r.jsonl",
+     "r.jsonl:2: question 'money_back' is ranked twice"),
+    ('{"question": "money_back", "ranked": [], "rank": 1}\n', "r.jsonl", "r.jsonl:1: unknown field 'rank'"),
+    ('{"question": "money_back", "ranked": ["refund_request", "nowhere"]}\n', "r.jsonl",
+     "r.jsonl:1: document 'nowhere' is not a record of article"),
+    ('{"question": "money_back", "ranked": [\n', "r.jsonl", "r.jsonl:1: not valid JSON"),
+]
+
+
+@pytest.mark.parametrize(("text", "name", "message"), REFUSED, ids=[m for _, _, m in REFUSED])
+def test_a_bad_run_file_is_refused_naming_where_and_nothing_changes(seeded, tmp_path, text, name, message):
+    path = tmp_path / name
+    path.write_text(text)
+    before = snapshot(seeded)
+    with pytest.raises(InputError) as error:
+        score_file(seeded, path, ks=[1, 3], name="renamed" if "--name" in message else None)
+    assert message in str(error.value) and "\n" not in str(error.value)
+    assert snapshot(seeded) == before
+
+
+def test_scoring_on_a_table_that_is_no_corpus_is_refused(seeded, tmp_path):
+    path = tmp_path / "run.trec"
+    path.write_text("money_back Q0 refund_request 1 2 mine\n")
+    before = snapshot(seeded)
+    with pytest.raises(InputError, match="--corpus 'question' is not a corpus table"):
+        score_file(seeded, path, ks=[1], corpus="question")
+    assert snapshot(seeded) == before
+
+
+def test_score_command_records_a_run_and_refuses_with_exit_2(tmp_path):
+    store = ["--url", f"surrealkv://{tmp_path / 'store'}"]
+    assert runner.invoke(app, [*store, "init", "--demo"]).exit_code == 0
+    good, bad = tmp_path / "good.trec", tmp_path / "bad.trec"
+    good.write_text("money_back Q0 refund_request 1 2 prod\n")
+    bad.write_text("money_back Q0 refund_request 1 2 prod\nmoney_back Q0 ghost 2 1 prod\n")
+    refused = runner.invoke(app, [*store, "score", str(bad), "--label", "bad"])
+    assert refused.exit_code == 2
+    assert refused.stderr.strip().splitlines() == [f"error: {bad}:2: document 'ghost' is not a record of article; nothing was recorded"]
+    done = runner.invoke(app, [*store, "score", str(good), "--label", "prod log", "--k", "1", "--json"])
+    assert done.exit_code == 0, done.output
+    data = json.loads(done.stdout)
+    assert data["retrievers"] == ["prod"] and data["label"] == "prod log" and data["params"]["supplied"]["absent"] == {"prod": 7}
+    listed = json.loads(runner.invoke(app, [*store, "history", "--json"]).stdout)
+    assert [r["label"] for r in listed] == ["prod log"]
+
+
+def test_an_evaluator_scores_a_file_but_cannot_register_an_endpoint(tmp_path):
+    from surreal_eval import HarnessConfig, Settings, connect, import_harness, import_seed
+    from surreal_eval.errors import PermissionDenied
+    from surreal_eval.runs.endpoints import Endpoint, add_endpoint
+    from surreal_eval.store.access import grant_evaluator
+
+    url = f"surrealkv://{tmp_path / 'store'}"
+    owner = connect(Settings(url=url))
+    import_harness(owner, HarnessConfig(dimension=4))
+    import_seed(owner)
+    grant_evaluator(owner, "ci", "correct horse battery")
+    owner.close()
+    db = connect(Settings(url=url, access="evaluator", user="ci", password="correct horse battery"))
+    try:
+        path = tmp_path / "run.trec"
+        path.write_text("money_back Q0 refund_request 1 2 prod\n")
+        assert score_file(db, path, ks=[1]).retrievers == ["prod"]
+        with pytest.raises(PermissionDenied, match="only an owner"):
+            add_endpoint(db, Endpoint(name="docs", url="http://h/s?q={text}", ids="hits[*].id"))
+        assert db.value("SELECT * FROM retriever_endpoint") == []
+    finally:
+        db.close()
