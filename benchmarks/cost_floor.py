@@ -10,6 +10,8 @@ database (mem://) per dataset, loaded with the project's ingest:
   H  a full evaluation: surreal_eval.evaluate(db, ks=[1,3,5,10], retrievers=the registry's defaults
      (bm25, vector, hybrid, hybrid_floor), params={floors: five floors, depth}): every metric at every k, the floor sweep,
      rankings and per-question results written to history, means with bootstrap intervals
+  R  a second evaluation after H changing only fusion parameters and k (rrf_k, floor, floors,
+     weights, ks 1,5,10 at H's depth): every candidate list read from H's (surql/candidate_cache.surql)
   N  the lesson's approach: fn::bench_naive_evaluate($k) (benchmarks/bench.surql), once per k,
      re-running every retriever (and every floor of the sweep) for every metric through the
      harness's fn::candidates, fn::fused and fn::metric_* functions; timed on a stated subset of questions
@@ -91,6 +93,7 @@ SCORED_DEPTH = 100
 SCORING_REPEATS = 5
 TARGETS = {  # name: (numerator, denominator, "<=" or ">=", bound)
     "H/F": ("H", "F", "<=", 1.1),
+    "R/F": ("R", "F", "<=", 0.05),
     "N/H": ("N", "H", ">=", 4.0),
     "C/H": ("C", "H", ">=", 2.0),
     "S/pytrec-eval": ("S", "pytrec", "<=", 3.0),
@@ -197,7 +200,7 @@ def detect_concurrency() -> tuple[int, str]:
     return 1, "none: surreal_eval.runs.evaluate has no concurrency setting, so F, H and everything else run sequentially"
 
 
-# ---------------------------------------------------------------------------------- the five rows
+# ---------------------------------------------------------------------------------- the rows
 
 
 def standard_retrievers(db: Database) -> list[Retriever]:
@@ -255,6 +258,7 @@ def run_full_evaluation(db: Database, depth: int, concurrency: tuple[int, str], 
     kwargs: dict[str, Any] = {}
     if "concurrency" in inspect.signature(evaluate).parameters:
         kwargs["concurrency"] = concurrency[0]
+    kwargs.update(_fresh())
     return evaluate(db, ks=KS, retrievers=standard_names(db), params={"floors": FLOORS, "depth": depth}, label=label, **kwargs)
 
 
@@ -269,6 +273,26 @@ def measure_full(db: Database, questions: int, depth: int, concurrency: tuple[in
     if report.questions != questions:
         raise RuntimeError(f"H evaluated {report.questions} questions, expected {questions}")
     return Timing(seconds, questions), report
+
+
+def _fresh() -> dict[str, Any]:
+    """evaluate()'s `fresh` where it has one: H retrieves every list, never reading an earlier run's."""
+    return {"fresh": True} if "fresh" in inspect.signature(evaluate).parameters else {}
+
+
+#: R's changes from H: fusion parameters and cutoffs only (the candidate lists' inputs are H's)
+REUSE_PARAMS = {"rrf_k": 30, "floor": 2.0, "floors": [0.5, 1.5, 2.5], "weights": [0.3, 0.7]}
+REUSE_KS = [1, 5, 10]
+
+
+def measure_reuse(db: Database, questions: int, depth: int, concurrency: tuple[int, str]) -> Timing:
+    """R: a second evaluation right after H with other fusion parameters and k, the whole call timed."""
+    kwargs = {"concurrency": concurrency[0]} if "concurrency" in inspect.signature(evaluate).parameters else {}
+    seconds, report = timed(lambda: evaluate(db, ks=REUSE_KS, retrievers=standard_names(db),
+                                             params={**REUSE_PARAMS, "depth": depth}, label="cost_floor R", **kwargs))
+    used = getattr(report, "retrieval", None) or {}
+    return Timing(seconds, questions, note=f"{used.get('reused', 0)} of {used.get('lists', '?')} candidate lists read from H's;"
+                  f" {REUSE_PARAMS}, k {','.join(map(str, REUSE_KS))}")
 
 
 def measure_naive(db: Database, ids: list[Any], questions: int, concurrency: int = 1) -> Timing:
@@ -425,6 +449,7 @@ def measure_breakdown(db: Database, depth: int, concurrency: tuple[int, str], lo
     stage(f"+ every metric at every k ({'fn::metrics_at' if at else 'fn::metrics per k'}), nothing written",
           many("RETURN fn::bench_rankings_scored($ids, $p, $names, $ks, $at)", {"p": params, "names": names, "ks": KS, "at": at}))
     kwargs = {"concurrency": c} if "concurrency" in inspect.signature(evaluate).parameters else {}
+    kwargs.update(_fresh())
     stage("H without bootstrap intervals (rankings and results written to history)",
           lambda: evaluate(db, ks=KS, retrievers=names, params={"floors": FLOORS, "depth": depth}, intervals=False, **kwargs))
     stage("H (the library's whole call)",
@@ -471,8 +496,8 @@ class Config:
 
 def measure_dataset(db: Database, name: str, documents: int, config: Config, log: Callable[[str], None],
                     *, full_only: bool = False) -> Result:
-    """All five rows on the data loaded in `db` (its whole golden set), in the order F, H, F again, N, C, S
-    (with `full_only`, F and H alone)."""
+    """All six rows on the data loaded in `db` (its whole golden set), in the order F, H, F again, R, N, C, S
+    (with `full_only`, F, H and R alone)."""
     define_bench_functions(db)
     ids = question_ids(db)
     n = len(ids)
@@ -491,6 +516,8 @@ def measure_dataset(db: Database, name: str, documents: int, config: Config, log
                                      note=f"mean of a run before H ({first.seconds:.1f} s) and after ({second.seconds:.1f} s)")
     else:
         result.timings["F"] = Timing(first.seconds, n, note="one run, before H")
+    log(f"{name}: R (a second evaluation, other fusion parameters and k)")
+    result.timings["R"] = measure_reuse(db, n, config.depth, config.concurrency)
     fingerprints, _ = timed(lambda: db.value("RETURN [fn::corpus_fingerprint('article'), fn::golden_fingerprint()]"))
     result.timings["H"].note = (f"incl. fingerprints of corpus and golden set ({fingerprints:.1f} s) and bootstrap intervals;"
                                 f" written to history as {report.run}")
@@ -554,6 +581,7 @@ def format_result(result: Result) -> str:
     rows = [
         ("F", "floor: BM25 + KNN candidates per question (fn::bm25_candidates, fn::vec_candidates)"),
         ("H", "full evaluation: 4 retrievers x k 1,3,5,10 x 7 metrics + 5-floor sweep, to history"),
+        ("R", "reuse: a second full evaluation, other fusion parameters and k"),
         ("N", "naive: fn::bench_naive_evaluate($k) per k, a retrieval per retriever per metric"),
         ("C", "client harness: an SDK call per question per retriever, ranx metrics"),
         ("S", f"scoring alone in the database, {result.timings['S'].questions:,} rankings" if "S" in t else ""),
@@ -683,7 +711,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--no-scale", action="store_true", help="skip the scale table")
     parser.add_argument("--quick", action="store_true", help="a small configuration for a smoke test (~2 minutes)")
     parser.add_argument("--breakdown", action="store_true",
-                        help="instead of the five rows, time H stage by stage above F (candidates, fusions, metrics, writes, intervals)")
+                        help="instead of the rows, time H stage by stage above F (candidates, fusions, metrics, writes, intervals)")
     parser.add_argument("--json", type=Path, help="also write every number to this file")
     args = parser.parse_args(argv)
     args.datasets = {"cisi", "debian", "synthetic"} if args.dataset == "all" else set(args.dataset.split(","))

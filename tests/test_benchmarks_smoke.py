@@ -41,10 +41,10 @@ def measured():
     return result
 
 
-def test_the_table_has_the_five_rows_and_the_ratios(measured):
+def test_the_table_has_the_six_rows_and_the_ratios(measured):
     table = cost_floor.format_result(measured)
-    rows = re.findall(r"^\| ([FHNCS]) \|", table, flags=re.MULTILINE)
-    assert rows == ["F", "H", "N", "C", "S"]
+    rows = re.findall(r"^\| ([FHRNCS]) \|", table, flags=re.MULTILINE)
+    assert rows == ["F", "H", "R", "N", "C", "S"]
     for ratio in cost_floor.TARGETS:
         assert re.search(rf"^\| {re.escape(ratio)} \| [0-9.]+ \| .* \| (PASS|MISS) \|$", table, flags=re.MULTILINE)
     assert "Peak memory of the H run" in table
@@ -53,6 +53,10 @@ def test_the_table_has_the_five_rows_and_the_ratios(measured):
 def test_the_floor_is_not_above_the_full_evaluation(measured):
     assert measured.questions == 20
     assert 0 < measured.timings["F"].seconds <= measured.timings["H"].seconds
+
+
+def test_the_second_evaluation_reads_every_candidate_list_of_the_first(measured):
+    assert measured.timings["R"].note.startswith("40 of 40 candidate lists read from H's")
 
 
 def test_scoring_in_the_database_agrees_with_pytrec_eval(measured):

@@ -259,6 +259,8 @@ class RunReport(BaseModel):
     git_commit: str | None = None
     trigger: str | None = None
     tuning: dict[str, Any] | None = None  # set by `tune`: param, sweep, best, forced
+    #: {lists, reused}: the candidate lists the run used, and how many it read from earlier runs
+    retrieval: dict[str, Any] | None = None
     warning: str | None = None
     per_question: list[QuestionResult] | None = None
 

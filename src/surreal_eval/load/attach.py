@@ -153,5 +153,7 @@ def attach_table(
     if owned:
         record_owned(db, owned)
     record_analyzers(db)
+    # its lists kept for reuse are of the table as it was attached before (a new graph if indexed now)
+    db.value("RETURN fn::prune_candidate_cache($rebuilt)", {"rebuilt": [table] if defining else []})
     return AttachReport(table=table, **fields, bm25_index=found["content"],
                         vector_index=found.get("embedding"), defined=[n.split(".", 1)[1] for _, n in owned], records=records)

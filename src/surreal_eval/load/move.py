@@ -108,6 +108,9 @@ def move_all(load: Load, moves: list[Move]) -> None:
             _build_indexes(load, move.target)
     if any(move.corpus for move in moves):
         record_analyzers(db)
+    # the candidate lists kept for reuse (surql/candidate_cache.surql) that the load made stale
+    rebuilt = [m.target for m in moves if m.corpus]
+    db.value("RETURN fn::prune_candidate_cache($rebuilt)", {"rebuilt": rebuilt})
 
 
 def _build_indexes(load: Load, table: str) -> None:

@@ -111,6 +111,7 @@ def tune(
     params: dict[str, Any] | None = None,
     force: bool = False,
     label: str | None = None,
+    fresh: bool = False,
 ) -> TuneResult:
     """Sweep `param` over `values` on the dev split, choose the best mean `metric`, and record a run
     on the test split with that choice. For floor, `values` None sweeps 0 and the 10th to 90th
@@ -118,6 +119,7 @@ def tune(
     resolution of the best (stats.resolution) are tied with it: the first listed is taken and
     `note` says so; when every value ties, none is best and no run is recorded (`report` None). Tuning and reporting on the same questions (no dev/test
     split) is refused unless `force`, and such a run is marked forced in history.
+    `fresh` retrieves every candidate list anew, in the sweep and the run (no list of an earlier run is read).
     """
     spec = parse_metric(metric)
     if param not in TUNABLE:
@@ -139,7 +141,7 @@ def tune(
         check_values(param, list(values))
     base = {k: v for k, v in (params or {}).items() if v is not None}
     tune_split, report_split = ("dev", "test") if held_out else (None, None)
-    sweep = _sweep(db, param, values, spec, retriever, {**base, "split": tune_split})
+    sweep = _sweep(db, param, values, spec, retriever, {**base, "split": tune_split, **({"fresh": True} if fresh else {})})
     step = resolution(db.value("SELECT VALUE array::len(relevant) FROM question WHERE $s = NONE OR split = $s",
                                {"s": tune_split}), str(spec))
     top = max(row["mean"] for row in sweep)
@@ -166,7 +168,7 @@ def tune(
             db, ks=sorted(set(ks or []) | {spec.k}), retrievers=[retriever],
             params={**chosen, "tuning": tuning},
             label=label or f"tuned {param}={best} by {spec} on {tune_split or 'ALL (forced)'}",
-            trigger="tune",
+            trigger="tune", fresh=fresh,
         )
     finally:
         if param == "knn_ef":

@@ -47,7 +47,8 @@ __all__ = [
 #: The files that make up the harness, in the order they are applied. corpus and corpus_indexes
 #: are templates of one corpus table, applied here for `article` (and by define_corpus for others).
 HARNESS_SCRIPTS = ("analyzers", "schema", "corpus", "corpus_indexes", "ingest", "retrievers", "tune_ef", "attached", "user_retrievers",
-                   "supplied", "endpoints", "rerank", "registry", "metrics", "scoring", "history", "evaluate", "queries", "runs", "access")
+                   "supplied", "endpoints", "rerank", "registry", "metrics", "scoring", "history", "candidate_cache", "evaluate", "queries",
+                   "runs", "access")
 #: The script rendered with one branch per attached table (see attached_script).
 ATTACHED_SCRIPT = "attached"
 CORPUS_SCRIPTS = ("corpus", "corpus_indexes")
@@ -191,6 +192,7 @@ def import_harness(db: Database, config: HarnessConfig, *, skip_unchanged: bool 
     db.value("RETURN fn::record_import($config, $checksums)", {"config": config.model_dump(), "checksums": checksums})
     record_owned(db, names)
     record_analyzers(db)
+    db.value("RETURN fn::prune_candidate_cache([])")  # the candidate lists kept for reuse that can no longer match
     return applied
 
 
