@@ -1,6 +1,6 @@
 """The cost of an evaluation against the cost floor, the naive ways, and scoring alone; and how it scales.
 
-    python benchmarks/cost_floor.py [--dataset cisi|synthetic|all] [--docs 20000 --questions 1000] [--quick]
+    python benchmarks/cost_floor.py [--dataset cisi,debian,synthetic] [--docs 20000 --questions 1000] [--quick]
 
 Everything is measured in this one process, one after the other, on the same data in one embedded
 database (mem://) per dataset, loaded with the project's ingest:
@@ -10,6 +10,8 @@ database (mem://) per dataset, loaded with the project's ingest:
   H  a full evaluation: surreal_eval.evaluate(db, ks=[1,3,5,10], retrievers=the registry's defaults
      (bm25, vector, hybrid, hybrid_floor), params={floors: five floors, depth}): every metric at every k, the floor sweep,
      rankings and per-question results written to history, means with bootstrap intervals
+  R  a second evaluation after H changing only fusion parameters and k (rrf_k, floor, floors,
+     weights, ks 1,5,10 at H's depth): every candidate list read from H's (surql/candidate_cache.surql)
   N  the lesson's approach: fn::bench_naive_evaluate($k) (benchmarks/bench.surql), once per k,
      re-running every retriever (and every floor of the sweep) for every metric through the
      harness's fn::candidates, fn::fused and fn::metric_* functions; timed on a stated subset of questions
@@ -20,6 +22,11 @@ database (mem://) per dataset, loaded with the project's ingest:
      fn::bench_score) from 1,000 stored rankings of 100 results, beside pytrec-eval-terrier
      scoring the same rankings (P, recall, ndcg_cut, map_cut at the same k, recip_rank, Rprec);
      each side is timed 5 times, alternately, and the medians compared
+
+Besides (issue 13): per set, F under each analyzer and BM25's quality under each (analyzer_floor.py);
+the Debian set of real text (debian_corpus.py: 20,000 package descriptions, 500 known-item questions),
+F and H on it and the evaluation as the CLI runs it; the watched ingest's cost (watch_cost.py) at
+2,000 and 20,000 documents; and every ratio of the run side by side.
 
 Peak memory of the H run: the process's resident set sampled every 10 ms during the call, its
 ru_maxrss (the process's peak so far, loading included) and tracemalloc's peak of Python
@@ -47,7 +54,10 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from analyzer_floor import floor_ratio, format_analyzers, measure_analyzers
+from debian_corpus import build as build_debian
 from synthetic import generate
+from watch_cost import format_watch, measure_watch
 
 from surreal_eval import METRICS, Database, Retriever, Settings, connect, evaluate, registry
 from surreal_eval.runs import evaluate as _evaluation
@@ -82,10 +92,11 @@ SCORED_DEPTH = 100
 #: takes well under a second, where one stray pause on a 2-core machine moves a single timing by 30%)
 SCORING_REPEATS = 5
 TARGETS = {  # name: (numerator, denominator, "<=" or ">=", bound)
-    "H/F": ("H", "F", "<=", 1.3),
+    "H/F": ("H", "F", "<=", 1.1),
+    "R/F": ("R", "F", "<=", 0.05),
     "N/H": ("N", "H", ">=", 4.0),
     "C/H": ("C", "H", ">=", 2.0),
-    "S/pytrec-eval": ("S", "pytrec", "<=", 5.0),
+    "S/pytrec-eval": ("S", "pytrec", "<=", 3.0),
 }
 
 
@@ -189,7 +200,7 @@ def detect_concurrency() -> tuple[int, str]:
     return 1, "none: surreal_eval.runs.evaluate has no concurrency setting, so F, H and everything else run sequentially"
 
 
-# ---------------------------------------------------------------------------------- the five rows
+# ---------------------------------------------------------------------------------- the rows
 
 
 def standard_retrievers(db: Database) -> list[Retriever]:
@@ -247,6 +258,7 @@ def run_full_evaluation(db: Database, depth: int, concurrency: tuple[int, str], 
     kwargs: dict[str, Any] = {}
     if "concurrency" in inspect.signature(evaluate).parameters:
         kwargs["concurrency"] = concurrency[0]
+    kwargs.update(_fresh())
     return evaluate(db, ks=KS, retrievers=standard_names(db), params={"floors": FLOORS, "depth": depth}, label=label, **kwargs)
 
 
@@ -261,6 +273,26 @@ def measure_full(db: Database, questions: int, depth: int, concurrency: tuple[in
     if report.questions != questions:
         raise RuntimeError(f"H evaluated {report.questions} questions, expected {questions}")
     return Timing(seconds, questions), report
+
+
+def _fresh() -> dict[str, Any]:
+    """evaluate()'s `fresh` where it has one: H retrieves every list, never reading an earlier run's."""
+    return {"fresh": True} if "fresh" in inspect.signature(evaluate).parameters else {}
+
+
+#: R's changes from H: fusion parameters and cutoffs only (the candidate lists' inputs are H's)
+REUSE_PARAMS = {"rrf_k": 30, "floor": 2.0, "floors": [0.5, 1.5, 2.5], "weights": [0.3, 0.7]}
+REUSE_KS = [1, 5, 10]
+
+
+def measure_reuse(db: Database, questions: int, depth: int, concurrency: tuple[int, str]) -> Timing:
+    """R: a second evaluation right after H with other fusion parameters and k, the whole call timed."""
+    kwargs = {"concurrency": concurrency[0]} if "concurrency" in inspect.signature(evaluate).parameters else {}
+    seconds, report = timed(lambda: evaluate(db, ks=REUSE_KS, retrievers=standard_names(db),
+                                             params={**REUSE_PARAMS, "depth": depth}, label="cost_floor R", **kwargs))
+    used = getattr(report, "retrieval", None) or {}
+    return Timing(seconds, questions, note=f"{used.get('reused', 0)} of {used.get('lists', '?')} candidate lists read from H's;"
+                  f" {REUSE_PARAMS}, k {','.join(map(str, REUSE_KS))}")
 
 
 def measure_naive(db: Database, ids: list[Any], questions: int, concurrency: int = 1) -> Timing:
@@ -417,6 +449,7 @@ def measure_breakdown(db: Database, depth: int, concurrency: tuple[int, str], lo
     stage(f"+ every metric at every k ({'fn::metrics_at' if at else 'fn::metrics per k'}), nothing written",
           many("RETURN fn::bench_rankings_scored($ids, $p, $names, $ks, $at)", {"p": params, "names": names, "ks": KS, "at": at}))
     kwargs = {"concurrency": c} if "concurrency" in inspect.signature(evaluate).parameters else {}
+    kwargs.update(_fresh())
     stage("H without bootstrap intervals (rankings and results written to history)",
           lambda: evaluate(db, ks=KS, retrievers=names, params={"floors": FLOORS, "depth": depth}, intervals=False, **kwargs))
     stage("H (the library's whole call)",
@@ -461,8 +494,10 @@ class Config:
     concurrency: tuple[int, str] = (1, "")
 
 
-def measure_dataset(db: Database, name: str, documents: int, config: Config, log: Callable[[str], None]) -> Result:
-    """All five rows on the data loaded in `db` (its whole golden set), in the order F, H, F again, N, C, S."""
+def measure_dataset(db: Database, name: str, documents: int, config: Config, log: Callable[[str], None],
+                    *, full_only: bool = False) -> Result:
+    """All six rows on the data loaded in `db` (its whole golden set), in the order F, H, F again, R, N, C, S
+    (with `full_only`, F, H and R alone)."""
     define_bench_functions(db)
     ids = question_ids(db)
     n = len(ids)
@@ -481,9 +516,13 @@ def measure_dataset(db: Database, name: str, documents: int, config: Config, log
                                      note=f"mean of a run before H ({first.seconds:.1f} s) and after ({second.seconds:.1f} s)")
     else:
         result.timings["F"] = Timing(first.seconds, n, note="one run, before H")
+    log(f"{name}: R (a second evaluation, other fusion parameters and k)")
+    result.timings["R"] = measure_reuse(db, n, config.depth, config.concurrency)
     fingerprints, _ = timed(lambda: db.value("RETURN [fn::corpus_fingerprint('article'), fn::golden_fingerprint()]"))
     result.timings["H"].note = (f"incl. fingerprints of corpus and golden set ({fingerprints:.1f} s) and bootstrap intervals;"
                                 f" written to history as {report.run}")
+    if full_only:
+        return result
     naive_ids = subset(ids, config.naive_questions)
     log(f"{name}: N (naive) on {len(naive_ids)} questions")
     result.timings["N"] = measure_naive(db, naive_ids, n, config.concurrency[0])
@@ -542,17 +581,19 @@ def format_result(result: Result) -> str:
     rows = [
         ("F", "floor: BM25 + KNN candidates per question (fn::bm25_candidates, fn::vec_candidates)"),
         ("H", "full evaluation: 4 retrievers x k 1,3,5,10 x 7 metrics + 5-floor sweep, to history"),
+        ("R", "reuse: a second full evaluation, other fusion parameters and k"),
         ("N", "naive: fn::bench_naive_evaluate($k) per k, a retrieval per retriever per metric"),
         ("C", "client harness: an SDK call per question per retriever, ranx metrics"),
-        ("S", f"scoring alone in the database, {result.timings['S'].questions:,} rankings"),
+        ("S", f"scoring alone in the database, {result.timings['S'].questions:,} rankings" if "S" in t else ""),
     ]
-    for key, what in rows:
+    for key, what in [(key, what) for key, what in rows if key in t]:
         row = t[key]
         per = f"{row.per_question_ms:.1f}" if key != "S" else f"{row.seconds / row.questions * 1000:.2f} / ranking"
         lines.append(f"| {key} | {what} | {row.seconds:.2f} | {per} | {row.note} |")
-    lines.append(f"| | pytrec-eval-terrier on the same rankings | {t['pytrec'].seconds:.3f} | | reference for S |")
+    if "pytrec" in t:
+        lines.append(f"| | pytrec-eval-terrier on the same rankings | {t['pytrec'].seconds:.3f} | | reference for S |")
     lines += ["", "| ratio | measured | target | |", "|---|---:|---:|---|"]
-    for name, (_, _, op, bound) in TARGETS.items():
+    for name, (_, _, op, bound) in [(n, v) for n, v in TARGETS.items() if v[0] in t and v[1] in t]:
         value = result.ratio(name)
         ok = value <= bound if op == "<=" else value >= bound
         lines.append(f"| {name} | {value:.2f} | {op} {bound:g} | {'PASS' if ok else 'MISS'} |")
@@ -606,6 +647,23 @@ def format_scale(points: list[ScalePoint]) -> str:
     return "\n".join(lines + ["", scale_trend(points)])
 
 
+def format_ratios(results: list[Result], analyzers: dict[str, Any]) -> str:
+    """Every ratio of this run side by side (issue 13): H/F per set, S/pytrec-eval, F(english_stop)/F(english)."""
+    lines = ["### The ratios of this run, side by side", "", "| ratio | set | measured | target | |", "|---|---|---:|---:|---|"]
+    for result in results:
+        for name, (top, bottom, op, bound) in TARGETS.items():
+            if name in ("H/F", "S/pytrec-eval") and top in result.timings and bottom in result.timings:
+                value = result.ratio(name)
+                ok = value <= bound if op == "<=" else value >= bound
+                lines.append(f"| {name} | {result.dataset} | {value:.2f} | {op} {bound:g} | {'PASS' if ok else 'MISS'} |")
+    lines.append("| R/F (a second run changing only fusion parameters and k) | | not measured here | <= 0.05 |"
+                 " the retrieval cache's row (issue 13, item 2) |")
+    for name, rows in analyzers.items():
+        quality = (f"BM25 nDCG@10 {rows[0].ndcg10:.3f} -> {rows[-1].ndcg10:.3f}, recall@10 {rows[0].recall10:.3f} -> {rows[-1].recall10:.3f}")
+        lines.append(f"| F {rows[-1].analyzer} / F {rows[0].analyzer} | {name} | {floor_ratio(rows):.2f} | < 1, no worse | {quality} |")
+    return "\n".join(lines)
+
+
 # ---------------------------------------------------------------------------------- main
 
 
@@ -629,7 +687,16 @@ def _log(message: str) -> None:
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--dataset", choices=("cisi", "synthetic", "all"), default="all")
+    parser.add_argument("--dataset", default="all",
+                        help="comma-separated: cisi, debian (the large set of real text), synthetic; all = cisi,debian,synthetic")
+    parser.add_argument("--debian-docs", type=int, default=20_000, help="documents of the Debian set (default 20000)")
+    parser.add_argument("--debian-questions", type=int, default=500, help="questions of the Debian set (default 500)")
+    parser.add_argument("--watch-docs", default="2000",
+                        help="smaller Debian sets whose watched ingest is timed too, besides --debian-docs (default 2000)")
+    parser.add_argument("--watch-only", action="store_true", help="on the Debian sets, time only the watched ingest")
+    parser.add_argument("--watch-questions", type=int, default=50,
+                        help="questions the watched ingest evaluates (default 50: it runs in the ingest's one transaction,"
+                             " whose memory grows faster than linearly with the questions)")
     parser.add_argument("--docs", type=int, default=20_000, help="synthetic documents (default 20000)")
     parser.add_argument("--questions", type=int, default=1_000, help="synthetic questions (default 1000)")
     parser.add_argument("--dimension", type=int, default=384)
@@ -644,9 +711,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--no-scale", action="store_true", help="skip the scale table")
     parser.add_argument("--quick", action="store_true", help="a small configuration for a smoke test (~2 minutes)")
     parser.add_argument("--breakdown", action="store_true",
-                        help="instead of the five rows, time H stage by stage above F (candidates, fusions, metrics, writes, intervals)")
+                        help="instead of the rows, time H stage by stage above F (candidates, fusions, metrics, writes, intervals)")
     parser.add_argument("--json", type=Path, help="also write every number to this file")
     args = parser.parse_args(argv)
+    args.datasets = {"cisi", "debian", "synthetic"} if args.dataset == "all" else set(args.dataset.split(","))
+    if args.datasets - {"cisi", "debian", "synthetic"}:
+        parser.error(f"--dataset: unknown {sorted(args.datasets - {'cisi', 'debian', 'synthetic'})}")
+    args.watch_docs = [int(x) for x in args.watch_docs.split(",") if x]
     if args.quick:
         args.docs, args.questions = 2_000, 100
         args.naive_questions = args.naive_questions or 1
@@ -654,6 +725,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         args.cisi_questions = 20
         args.scale_docs = args.scale_docs or "500,1000,2000"
         args.scale_questions = args.scale_questions or "25,50"
+        args.debian_docs, args.debian_questions, args.watch_docs = 2_000, 50, []
     else:
         args.cisi_questions = None
     args.naive_questions = args.naive_questions or 4
@@ -696,17 +768,58 @@ def main(argv: list[str] | None = None) -> int:
         print(format_result(result) + "\n", flush=True)
         save()
 
-    if args.dataset in ("cisi", "all"):
+    analyzers: dict[str, Any] = {}
+    watched = []
+
+    def analyzer_table(db: Database, name: str, documents: int) -> None:
+        rows = measure_analyzers(db, question_ids(db), args.depth, lambda calls: run_many(db, calls, concurrency[0]),
+                                 lambda ids: batches(ids, EVAL_BATCH), _log)
+        analyzers[name] = rows
+        print(format_analyzers(name, documents, args.depth, rows) + "\n", flush=True)
+
+    if "cisi" in args.datasets:
         with connect(Settings(url="mem://")) as db:
             _log("loading CISI")
-            documents = load_cisi(db)
+            seconds, documents = timed(lambda: load_cisi(db))
             if args.cisi_questions:
                 keep_questions(db, subset(question_ids(db), args.cisi_questions))
             if args.breakdown:
                 breakdown(db, "CISI", documents)
             else:
                 report(measure_dataset(db, "CISI", documents, config, _log))
-    if args.dataset in ("synthetic", "all"):
+                analyzer_table(db, "CISI", documents)
+                if len(question_ids(db)) > args.watch_questions:
+                    keep_questions(db, subset(question_ids(db), args.watch_questions))
+                watched.append(measure_watch(db, "CISI", documents, seconds))
+    if "debian" in args.datasets:
+        for size in sorted({*args.watch_docs, args.debian_docs}):
+            with connect(Settings(url="mem://")) as db:
+                questions = args.debian_questions if size == args.debian_docs else min(args.debian_questions, args.watch_questions)
+                _log(f"building and loading the Debian set: {size} documents, {questions} questions")
+                corpus = build_debian(docs=size, questions=questions, dimension=args.dimension)
+                seconds, documents = timed(lambda: load_dataset(db, corpus.articles, corpus.questions,
+                                                                create_harness=True).corpus.loaded)
+                if args.breakdown:
+                    if size == args.debian_docs:
+                        breakdown(db, "Debian", documents)
+                    continue
+                if size == args.debian_docs and not args.watch_only:
+                    result = measure_dataset(db, "Debian", documents, config, _log, full_only=True)
+                    result.notes.append(f"package descriptions of {corpus.source} (benchmarks/debian_corpus.py), loaded in {seconds:.0f} s"
+                                        f" with the default analyzer; hashed bag-of-words embeddings ({args.dimension}-d)")
+                    report(result)
+                    default_seconds, _ = timed(lambda: evaluate(db, ks=KS, label="cost_floor Debian, CLI defaults"))
+                    print(f"The full evaluation as `surreal-eval evaluate` runs it (k 1,3,5,10, default retrievers,"
+                          f" depth 10): {default_seconds:.1f} s for {result.questions} questions on {documents:,} documents"
+                          f" (target < 30 s).\n", flush=True)
+                    analyzer_table(db, "Debian", documents)
+                if len(question_ids(db)) > args.watch_questions:
+                    keep_questions(db, subset(question_ids(db), args.watch_questions))
+                watched.append(measure_watch(db, "Debian", documents, seconds))
+                _log(f"watched ingest: {watched[-1]}")
+    if watched:
+        print(format_watch(watched) + "\n", flush=True)
+    if "synthetic" in args.datasets:
         with connect(Settings(url="mem://")) as db:
             _log(f"generating and loading {args.docs} synthetic documents, {args.questions} questions")
             seconds, documents = timed(lambda: load_synthetic(db, args.docs, args.questions, args.dimension, args.seed))
@@ -731,6 +844,8 @@ def main(argv: list[str] | None = None) -> int:
     if scale:
         print("### How the cost grows (synthetic, F and H)\n")
         print(format_scale(scale))
+    if not args.breakdown and (results or analyzers):
+        print("\n" + format_ratios(results, analyzers), flush=True)
     print(f"\nTotal {time.perf_counter() - started:.0f} s.")
     return 0
 

@@ -209,6 +209,11 @@ ATTACKS = [
     "CREATE corpus_table:forged SET x = 1",
     "DELETE corpus_table",
     "DELETE ingest_journal",
+    # the candidate lists a system user's runs read: never poisoned, dropped or added to
+    "UPDATE candidate_cache SET hits = []",
+    "DELETE candidate_cache",
+    "UPSERT type::record('candidate_cache', [question:signin, 'bm25', 'article', 7]) CONTENT { key: 'x', "
+    "question: question:signin, list: 'bm25', corpus: 'article', version: 'x', depth: 100, hits: [] }",
     "UPSERT evaluator:mallory SET name = 'mallory', pass = 'x'",
     # defining things: tables by writing to a new name, and every DEFINE and REMOVE
     "CREATE chunk_small:1 SET x = 1",
@@ -230,7 +235,7 @@ ATTACKS = [
     "REMOVE TABLE eval_run",
 ]
 HARNESS_TABLES = ["eval_run", "eval_result", "eval_ranking", "harness_script", "harness_config", "eval_watch",
-                  "ingest", "corpus_table", "ingest_journal", "article", "question"]
+                  "ingest", "corpus_table", "ingest_journal", "article", "question", "candidate_cache"]
 
 
 def everything(db):
@@ -270,6 +275,22 @@ def test_an_evaluator_can_never_rewrite_history_define_or_grant(tmp_path):
         assert [r.run for r in history(owner)] == [r.run for r in runs]
     finally:
         owner.close()
+
+
+def test_an_evaluators_run_neither_reads_nor_writes_the_candidate_lists_kept_for_reuse(store):
+    owner = connect(Settings(url=store))
+    try:
+        evaluate(owner, ks=[1, 3])
+        kept = owner.value("SELECT * FROM candidate_cache ORDER BY id")
+    finally:
+        owner.close()
+    db = as_evaluator(store)
+    try:
+        assert len(kept) == 16
+        assert evaluate(db, ks=[1, 3]).retrieval == {"lists": 16, "reused": 0}
+        assert db.value("SELECT * FROM candidate_cache ORDER BY id") == kept
+    finally:
+        db.close()
 
 
 def test_an_evaluator_may_discard_its_own_unfinished_run_but_not_the_owners(store):

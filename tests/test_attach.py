@@ -17,6 +17,7 @@ from surreal_eval.present.cli import app
 from surreal_eval.runs.evaluate import evaluate
 
 from .conftest import snapshot
+from .test_candidate_cache import rankings
 
 runner = CliRunner()
 
@@ -328,3 +329,22 @@ def test_judged_non_relevant_records_of_an_attached_table_are_kept_and_counted_b
     assert row.scores["judged"] == 1.0 and row.scores["precision"] == 0.5
     with pytest.raises(Rejected):  # a judged record of a table that is no corpus is refused like a label
         db.query("UPDATE question:q SET nonrelevant = [harness_config:x]")
+
+
+def test_an_attached_tables_lists_are_reused_until_its_own_rows_or_analyzer_change(attached):
+    store, _ = attached
+    db = connect(Settings(url=f"surrealkv://{store}"))
+    try:
+        run = {"ks": [3], "retrievers": ["bm25", "vector"], "params": {"corpus": "documents"}}
+        first = evaluate(db, **run)
+        assert evaluate(db, **run).retrieval == {"lists": 8, "reused": 8}
+        db.query("UPDATE documents:gift SET text = 'Gift cards for a refund of a damaged parcel never expire'")
+        assert evaluate(db, **run).retrieval["reused"] == 4  # the vector lists: the text changed, not the vectors
+        db.query("DEFINE ANALYZER OVERWRITE app_words TOKENIZERS blank, class FILTERS lowercase; "
+                 "REBUILD INDEX documents_text ON documents")
+        changed = evaluate(db, **run)
+        assert changed.retrieval["reused"] == 4
+        fresh = evaluate(db, **run, fresh=True)
+        assert rankings(db, changed) == rankings(db, fresh) != rankings(db, first)
+    finally:
+        db.close()

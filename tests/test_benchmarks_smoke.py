@@ -41,10 +41,10 @@ def measured():
     return result
 
 
-def test_the_table_has_the_five_rows_and_the_ratios(measured):
+def test_the_table_has_the_six_rows_and_the_ratios(measured):
     table = cost_floor.format_result(measured)
-    rows = re.findall(r"^\| ([FHNCS]) \|", table, flags=re.MULTILINE)
-    assert rows == ["F", "H", "N", "C", "S"]
+    rows = re.findall(r"^\| ([FHRNCS]) \|", table, flags=re.MULTILINE)
+    assert rows == ["F", "H", "R", "N", "C", "S"]
     for ratio in cost_floor.TARGETS:
         assert re.search(rf"^\| {re.escape(ratio)} \| [0-9.]+ \| .* \| (PASS|MISS) \|$", table, flags=re.MULTILINE)
     assert "Peak memory of the H run" in table
@@ -53,6 +53,10 @@ def test_the_table_has_the_five_rows_and_the_ratios(measured):
 def test_the_floor_is_not_above_the_full_evaluation(measured):
     assert measured.questions == 20
     assert 0 < measured.timings["F"].seconds <= measured.timings["H"].seconds
+
+
+def test_the_second_evaluation_reads_every_candidate_list_of_the_first(measured):
+    assert measured.timings["R"].note.startswith("40 of 40 candidate lists read from H's")
 
 
 def test_scoring_in_the_database_agrees_with_pytrec_eval(measured):
@@ -64,3 +68,38 @@ def test_the_scale_table_states_a_trend():
               for d in (100, 200, 400) for q in (10, 20)]
     text = cost_floor.format_scale(points)
     assert text.count("\n| ") == 6 and "Trend: H per question grows 4.0x from 100 to 400 documents" in text
+
+
+def test_the_debian_set_is_deterministic_and_its_questions_are_drawn_from_their_labels():
+    import debian_corpus
+
+    one, two = debian_corpus.build(docs=200, questions=10, dimension=8), debian_corpus.build(docs=200, questions=10, dimension=8)
+    assert [q.model_dump() for q in one.questions] == [q.model_dump() for q in two.questions]
+    contents = {a.id: a.content for a in one.articles}
+    for question in one.questions:
+        assert question.relevant[0] == question.id.removeprefix("q_")
+        words = contents[question.relevant[0]].split()
+        assert set(question.text.split()) <= set(words) and len(question.text.split()) >= 3
+
+
+def test_the_analyzer_table_measures_both_analyzers_and_restores_the_index():
+    import analyzer_floor
+
+    with connect(Settings(url="mem://")) as db:
+        cost_floor.load_synthetic(db, 300, 10, 16, 7)
+        cost_floor.define_bench_functions(db)
+        rows = analyzer_floor.measure_analyzers(db, cost_floor.question_ids(db), 20, lambda calls: cost_floor.run_many(db, calls, 1),
+                                                lambda ids: cost_floor.batches(ids, 4), lambda message: None)
+        assert "ANALYZER english_stop " in db.value("INFO FOR TABLE article")["indexes"]["article_content"]
+    assert [r.analyzer for r in rows] == ["english", "english_stop"]
+    assert all(len(r.bm25) == 2 and 0 < r.ms("bm25") and 0 <= r.ndcg10 <= 1 for r in rows)
+    assert "english_stop / english: BM25" in analyzer_floor.format_analyzers("synthetic", 300, 20, rows)
+
+
+def test_a_floor_and_full_only_result_formats_with_its_two_rows(measured):
+    only = cost_floor.Result(measured.dataset, measured.documents, measured.questions, measured.depth, measured.concurrency,
+                             timings={k: measured.timings[k] for k in ("F", "H")})
+    table = cost_floor.format_result(only)
+    assert re.findall(r"^\| ([FHNCS]) \|", table, flags=re.MULTILINE) == ["F", "H"]
+    assert "| H/F |" in table and "S/pytrec-eval" not in table
+    assert "| H/F | Debian |" not in cost_floor.format_ratios([only], {}) and "| H/F | synthetic |" in cost_floor.format_ratios([only], {})

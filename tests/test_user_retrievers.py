@@ -351,3 +351,16 @@ def test_the_registry_table_refuses_a_function_row_that_does_not_fit(mine):
         with pytest.raises(Rejected):
             mine.query("CREATE retriever:x CONTENT " + row)
     assert snapshot(mine) == before
+
+
+def test_a_function_retrievers_list_is_never_read_from_an_earlier_run(mine):
+    names = ["mine", "mine_hybrid"]
+    evaluate(mine, ks=[3], retrievers=names)
+    again = evaluate(mine, ks=[3], retrievers=names, per_question=True)
+    assert again.retrieval == {"lists": 16, "reused": 8}  # the vector lists only, never mine's
+    assert mine.value("SELECT VALUE list FROM candidate_cache GROUP BY list") == ["vector"]
+    # the function answers otherwise now: the next run shows it, nothing stale
+    mine.query("DEFINE FUNCTION OVERWRITE fn::my_bm25($text: string, $embedding: option<array<number>>, $k: int) -> array "
+               "{ RETURN [{ id: article:contact_support, score: 1.0 }] }")
+    changed = evaluate(mine, ks=[3], retrievers=names, per_question=True)
+    assert set(map(tuple, per_question(changed, "mine", 3).values())) == {("article:contact_support",)}

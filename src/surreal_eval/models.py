@@ -279,6 +279,8 @@ class RunReport(BaseModel):
     git_commit: str | None = None
     trigger: str | None = None
     tuning: dict[str, Any] | None = None  # set by `tune`: param, sweep, best, forced
+    #: {lists, reused}: the candidate lists the run used, and how many it read from earlier runs
+    retrieval: dict[str, Any] | None = None
     #: the engine checks made before the run was recorded (empty for a run recorded before them)
     checks: list[EngineCheck] = []
     #: ann_recall@k per k when the run was made with the ANN check (params.ann_check), else empty

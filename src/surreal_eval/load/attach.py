@@ -21,6 +21,7 @@ from typing import Optional
 from pydantic import BaseModel
 
 from ..errors import InputError
+from ..store.analyzers import DEFAULT_ANALYZER, check_analyzer, record_analyzers
 from ..store.connection import Database
 from ..store.journal import STAGING_PREFIX, UNDO_PREFIX
 from ..store.ownership import record_owned, refuse_conflicts
@@ -31,7 +32,7 @@ __all__ = ["AttachReport", "attach_table", "harness_index_name"]
 _FULLTEXT = re.compile(r"\bFIELDS\s+(\S+)\s+FULLTEXT\b")
 _HNSW = re.compile(r"\bFIELDS\s+(\S+)\s+HNSW\s+DIMENSION\s+(\d+)")
 _INDEX_STATEMENTS = {
-    "content": "DEFINE INDEX OVERWRITE {{index}} ON {{table}} FIELDS {{field}} FULLTEXT ANALYZER english BM25;",
+    "content": "DEFINE INDEX OVERWRITE {{index}} ON {{table}} FIELDS {{field}} FULLTEXT ANALYZER {{analyzer}} BM25;",
     "embedding": "DEFINE INDEX OVERWRITE {{index}} ON {{table}} FIELDS {{field}} HNSW DIMENSION {{dimension}} DIST COSINE;",
 }
 
@@ -93,10 +94,13 @@ def attach_table(
     title: str | None = None,
     doc: str | None = None,
     index: bool = False,
+    analyzer: str | None = None,
 ) -> AttachReport:
     """Register user table `table` as a corpus, in place, reading `content` (and `embedding`, `title`,
-    `doc`: the field naming each record's document) from its own fields; see the module docstring."""
+    `doc`: the field naming each record's document) from its own fields; see the module docstring.
+    A BM25 index defined with `index` uses `analyzer` (store/analyzers.py; default DEFAULT_ANALYZER)."""
     config = require_config(db)
+    chosen = DEFAULT_ANALYZER if analyzer is None else check_analyzer(db, analyzer)
     table = identifier(table, what="table")
     fields = {"content": identifier(content, what="--content field"),
               "embedding": embedding and identifier(embedding, what="--embedding field"),
@@ -121,6 +125,9 @@ def attach_table(
             if dimension is not None and dimension != config.dimension:
                 raise InputError(f"index {name} of table {table} holds {dimension}-d vectors; the harness was "
                                  f"imported with dimension {config.dimension}")
+            if role == "content" and analyzer is not None:
+                raise InputError(f"--analyzer: table {table} has its own FULLTEXT index {name} on {field}, which keeps its "
+                                 f"analyzer; --analyzer applies only to an index --index defines")
             found[role] = name
             continue
         if role == "embedding":
@@ -134,7 +141,7 @@ def attach_table(
                              f"one ({name}), or define your own and attach again")
         found[role] = name
         defining.append(render(_INDEX_STATEMENTS[role], {"index": name, "table": table, "field": field,
-                                                         "dimension": config.dimension}, source="attach"))
+                                                         "dimension": config.dimension, "analyzer": chosen}, source="attach"))
         owned.append(("index", f"{table}.{name}"))
     refuse_conflicts(db, owned, action=f"attaching {table}")
 
@@ -145,5 +152,8 @@ def attach_table(
           {"table": table, "row": row})
     if owned:
         record_owned(db, owned)
+    record_analyzers(db)
+    # its lists kept for reuse are of the table as it was attached before (a new graph if indexed now)
+    db.value("RETURN fn::prune_candidate_cache($rebuilt)", {"rebuilt": [table] if defining else []})
     return AttachReport(table=table, **fields, bm25_index=found["content"],
                         vector_index=found.get("embedding"), defined=[n.split(".", 1)[1] for _, n in owned], records=records)

@@ -44,9 +44,10 @@ from surrealdb import RecordID
 
 from ..errors import ConfigError, SurrealEvalError
 from ..models import Article, Question
+from ..store.analyzers import table_analyzer
 from ..store.connection import Database, record_str
 from ..store.journal import STAGING_PREFIX, STALE_LOAD, UNDO_PREFIX, recover_loads, remove_staging, staging_tables
-from ..store.schema import DOCUMENTS, HARNESS_SCRIPTS, corpus_tables, identifier, surql_dir
+from ..store.schema import DOCUMENTS, HARNESS_SCRIPTS, corpus_tables, identifier, record_article_indexes, surql_dir
 from .duplicates import OnDuplicate
 from .embedding import Embedder
 from .move import Move, move_all
@@ -180,6 +181,7 @@ def load_corpus(
     source: str | None = None,
     on_duplicate: OnDuplicate = "refuse",
     doc_table: str = DOCUMENTS,
+    analyzer: str | None = None,
 ) -> LoadReport:
     """Load documents into corpus table `table` (upsert by id), all or none, then build its indexes.
     A chunk's `doc` names a record of `doc_table` (article, or the attached table it was cut from).
@@ -189,10 +191,12 @@ def load_corpus(
 
     Documents without an embedding are embedded by `embedder` (`title. content`); with none, they
     are refused. `create_harness` imports the harness when it is missing, with the dimension of the
-    first embedding (otherwise a missing harness is a ConfigError).
+    first embedding (otherwise a missing harness is a ConfigError). The table's BM25 index uses
+    `analyzer`, else the one it has, else the default (store/analyzers.py).
     """
     table = _corpus_table(table)
     _not_another_table(db, table)
+    analyzer = table_analyzer(db, table, analyzer)
     load = Load(db, batch_size=batch_size, embedder=embedder, progress=progress, create_harness=create_harness,
                 on_duplicate=on_duplicate)
     staging = STAGING_PREFIX + table
@@ -207,8 +211,10 @@ def load_corpus(
         if not staged:
             remove_staging(db)
             return report.model_copy(update={"seconds": load.seconds()})
-        load.ensure_harness()
-        move_all(load, [Move(staging, table, corpus=True)])
+        load.ensure_harness(analyzer if table == DOCUMENTS else None)
+        move_all(load, [Move(staging, table, corpus=True, analyzer=analyzer)])
+        if table == DOCUMENTS:
+            record_article_indexes(db, analyzer)
         return report.model_copy(update={"seconds": load.seconds(), "harness_imported": load.harness_imported,
                                          **_mark_ingest(db, table, len(staged), source)})
 
@@ -267,12 +273,14 @@ def load_dataset(
     embedder: Embedder | None = None,
     progress: Progress | None = None,
     create_harness: bool = False,
+    analyzer: str | None = None,
 ) -> DatasetReport:
     """Load documents into `article` and the golden set that labels them, all or nothing.
 
     Labels may name documents of this load or articles already stored. The documents' problems
-    are refused first (one message), then the golden set's (one message).
+    are refused first (one message), then the golden set's (one message). `analyzer`: as load_corpus.
     """
+    analyzer = table_analyzer(db, DOCUMENTS, analyzer)
     load = Load(db, batch_size=batch_size, embedder=embedder, progress=progress, create_harness=create_harness,
                 on_duplicate=on_duplicate)
     doc_staging, question_staging = STAGING_PREFIX + DOCUMENTS, STAGING_PREFIX + QUESTIONS
@@ -284,10 +292,12 @@ def load_dataset(
         doc_batches = load.batches
         count, labels, q_embedded = stage_questions(load, questions, question_staging, question_problems, staged)
         question_problems.check()
-        load.ensure_harness()
-        moves = [Move(doc_staging, DOCUMENTS, corpus=True)] if staged else []
+        load.ensure_harness(analyzer)
+        moves = [Move(doc_staging, DOCUMENTS, corpus=True, analyzer=analyzer)] if staged else []
         moves += [Move(question_staging, QUESTIONS, corpus=False)] if count else []
         move_all(load, moves)
+        if staged:
+            record_article_indexes(db, analyzer)
         remove_staging(db)
         seconds = load.seconds()
         return DatasetReport(
@@ -313,6 +323,7 @@ def load_beir(
     progress: Progress | None = None,
     create_harness: bool = False,
     on_duplicate: OnDuplicate = "refuse",
+    analyzer: str | None = None,
 ) -> DatasetReport:
     """Load a BEIR folder (corpus.jsonl, queries.jsonl, qrels/<split>.tsv, embeddings/ if present)
     into `article` and `question` all or nothing; queries with no judgment are skipped and counted."""
@@ -320,7 +331,8 @@ def load_beir(
 
     documents, questions = read_beir(Path(folder), split=split)
     return load_dataset(db, documents, questions, batch_size=batch_size, embedder=embedder,
-                        progress=progress, create_harness=create_harness, source=str(folder), on_duplicate=on_duplicate)
+                        progress=progress, create_harness=create_harness, source=str(folder), on_duplicate=on_duplicate,
+                        analyzer=analyzer)
 
 
 def record_ingest(db: Database, *, corpus: str, documents: int, source: str | None = None) -> str | None:

@@ -8,6 +8,7 @@ from typing import Any
 from ..errors import QueryFailed, SurrealEvalError
 from ..store import journal
 from ..store.journal import UNDO_PREFIX, build_hnsw, corpus_template, index_statements, remove_staging
+from ..store.analyzers import DEFAULT_ANALYZER, analyzer_of, record_analyzers
 from ..store.schema import statement
 from .staging import Load, batches
 
@@ -21,6 +22,8 @@ class Move:
     staging: str
     target: str
     corpus: bool
+    #: the analyzer of a corpus table's BM25 index (store/analyzers.table_analyzer)
+    analyzer: str = DEFAULT_ANALYZER
 
     @property
     def undo(self) -> str:
@@ -46,8 +49,8 @@ def _begin(move: Move, position: int, dimension: int, described: dict[str, Any])
     statements = [opening, corpus_template("corpus", move.target, dimension),
                   statement("REMOVE INDEX IF EXISTS {{vectors}} ON {{corpus}};", corpus=move.target,
                        vectors=f"{move.target}_embedding")]
-    if f"{move.target}_content" not in indexes:
-        statements.append(index_statements(move.target, dimension)[f"{move.target}_content"])
+    if analyzer_of(indexes.get(f"{move.target}_content")) != move.analyzer:  # missing, or another analyzer
+        statements.append(index_statements(move.target, dimension, move.analyzer)[f"{move.target}_content"])
     return "\n".join(statements)
 
 
@@ -103,6 +106,11 @@ def move_all(load: Load, moves: list[Move]) -> None:
     for move in moves:
         if move.corpus:
             _build_indexes(load, move.target)
+    if any(move.corpus for move in moves):
+        record_analyzers(db)
+    # the candidate lists kept for reuse (surql/candidate_cache.surql) that the load made stale
+    rebuilt = [m.target for m in moves if m.corpus]
+    db.value("RETURN fn::prune_candidate_cache($rebuilt)", {"rebuilt": rebuilt})
 
 
 def _build_indexes(load: Load, table: str) -> None:

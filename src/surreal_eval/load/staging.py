@@ -160,13 +160,14 @@ class Load:
                                        "WHERE record::id(id) IN $keys", staging=staging), {"keys": keys})
         return {row["key"]: row["embedding"] for row in rows if row.get("embedding") is not None}
 
-    def ensure_harness(self) -> None:
-        """Import the harness with the dimension of this load's embeddings, if it is missing."""
+    def ensure_harness(self, analyzer: str | None = None) -> None:
+        """Import the harness with the dimension of this load's embeddings (article's BM25 index with
+        `analyzer`), if it is missing."""
         if not self.learnt:
             return
         if self.dimension is None:
             raise InputError("nothing to load: no embedding was read, so the index dimension is unknown")
-        import_harness(self.db, HarnessConfig(dimension=self.dimension))
+        import_harness(self.db, HarnessConfig(dimension=self.dimension), analyzer=analyzer)
         self.harness_imported = self.dimension
         self.learnt = False
 

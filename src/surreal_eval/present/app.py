@@ -12,7 +12,7 @@ from rich.console import Console
 from typer.core import TyperGroup
 
 from ..errors import SurrealEvalError
-from ..store.defaults import DEFAULT_URL
+from ..store.defaults import DEFAULT_ANALYZER, DEFAULT_URL
 
 if TYPE_CHECKING:
     from ..store.connection import Database
@@ -146,3 +146,6 @@ def main(
 
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON instead of tables.")]
+AnalyzerOpt = Annotated[Optional[str], typer.Option(
+    "--analyzer", help=f"Analyzer of the BM25 index: english, english_stop (stopwords removed) or one you defined"
+                       f" (default: the index's own, {DEFAULT_ANALYZER} for a new one).")]

@@ -13,7 +13,7 @@ from ..load.rows import DEFAULT_BATCH_SIZE
 
 if TYPE_CHECKING:
     from ..store.connection import Database
-from .app import app, checked, err, fail, load_app, out, plain, table_name, with_db
+from .app import AnalyzerOpt, app, checked, err, fail, load_app, out, plain, table_name, with_db
 from .progress import Progress
 
 T = TypeVar("T")
@@ -102,6 +102,7 @@ def load_corpus(
     embedder: EmbedderOpt = None,
     batch_size: BatchOpt = DEFAULT_BATCH_SIZE,
     on_duplicate: DuplicateOpt = OnDuplicate.refuse,
+    analyzer: AnalyzerOpt = None,
 ) -> None:
     """Load documents into a corpus table (all or none, upsert by id), then build its BM25 and HNSW indexes.
 
@@ -114,7 +115,8 @@ def load_corpus(
     model = _embedder(embedder)
     report = _load(lambda db, progress: ingest_corpus(
         db, read_documents(path, format=fmt.value), table=table, embedder=model, batch_size=batch_size,
-        progress=progress, create_harness=True, source=str(path), on_duplicate=on_duplicate.value), model)
+        progress=progress, create_harness=True, source=str(path), on_duplicate=on_duplicate.value,
+        analyzer=analyzer), model)
     what = "articles" if report.table == "article" else "documents"
     plain(out, f"loaded {_loaded(report, what)} into {report.table} from {path} in {report.seconds:.1f} s{_harness_note(report)}")
     _ingest_note(report)
@@ -153,6 +155,7 @@ def load_beir(
     embedder: EmbedderOpt = None,
     batch_size: BatchOpt = DEFAULT_BATCH_SIZE,
     on_duplicate: DuplicateOpt = OnDuplicate.refuse,
+    analyzer: AnalyzerOpt = None,
 ) -> None:
     """Load a BEIR folder's documents, queries and judgments together, all or nothing.
 
@@ -164,7 +167,7 @@ def load_beir(
     model = _embedder(embedder)
     report = _load(lambda db, progress: ingest_beir(
         db, folder, split=split, embedder=model, batch_size=batch_size, progress=progress, create_harness=True,
-        on_duplicate=on_duplicate.value), model)
+        on_duplicate=on_duplicate.value, analyzer=analyzer), model)
     corpus, golden = report.corpus, report.golden
     plain(out, 
         f"loaded {_loaded(corpus, 'articles')} and {_loaded(golden, 'questions')} ({golden.labels} labels) "
@@ -203,12 +206,14 @@ def attach(
     title: Annotated[Optional[str], typer.Option("--title", help="The field holding each record's title.")] = None,
     doc: Annotated[Optional[str], typer.Option("--doc", help="The field naming each record's document (a record).")] = None,
     index: Annotated[bool, typer.Option("--index", help="Define harness-owned indexes the table lacks (harness_<table>_<field>).")] = False,
+    analyzer: AnalyzerOpt = None,
 ) -> None:
     """Attach a table you already have as a corpus, through its own FULLTEXT and HNSW indexes."""
     from ..load.attach import attach_table
 
     table_name(table, "table")
-    report = with_db(lambda db: attach_table(db, table, content=content, embedding=embedding, title=title, doc=doc, index=index))
+    report = with_db(lambda db: attach_table(db, table, content=content, embedding=embedding, title=title, doc=doc, index=index,
+                                                analyzer=analyzer))
     used = [f"{report.content} through index {report.bm25_index}"]
     if report.embedding:
         used.append(f"{report.embedding} through index {report.vector_index}")

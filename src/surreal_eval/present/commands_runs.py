@@ -12,12 +12,14 @@ from ..grammar import check_number, parse_ks, parse_metric, parse_weights
 
 if TYPE_CHECKING:
     from ..store.connection import Database
-from .app import JsonOpt, app, checked, err, export_app, fail, out, plain, state, table_name, with_db
+from .app import AnalyzerOpt, JsonOpt, app, checked, err, export_app, fail, out, plain, state, table_name, with_db
 from .progress import Progress
 
 
 FloorOpt = Annotated[Optional[float], typer.Option(help="BM25 floor of the floored hybrid.")]
 RrfOpt = Annotated[Optional[int], typer.Option(help="RRF constant.")]
+FreshOpt = Annotated[bool, typer.Option(
+    "--fresh", help="Query the indexes for every candidate list instead of reading those of earlier runs.")]
 LevelOpt = Annotated[Optional[int], typer.Option(
     "--relevance-level", help="Binary metrics count a label as relevant only from this grade (trec_eval -l); nDCG keeps the grades.")]
 IdenticalOpt = Annotated[bool, typer.Option(
@@ -48,6 +50,7 @@ def init(
     demo_seed: Annotated[bool, typer.Option("--demo", help="Also load the lesson's ten articles and eight questions.")] = False,
     knn_depth: Annotated[int, typer.Option(help="Deepest k the vector retriever can return.")] = 100,
     knn_ef: Annotated[int, typer.Option(help="HNSW search width (ef) of the vector retriever.")] = 100,
+    analyzer: AnalyzerOpt = None,
 ) -> None:
     """Import the harness's SurrealQL into the database (again is harmless); undo a killed load."""
     from ..load.bulk import STALE_LOAD, recover_loads
@@ -61,7 +64,8 @@ def init(
         existing = harness_config(db)
         dim = dimension if dimension is not None else (
             DEMO_DIMENSION if demo_seed else existing.dimension if existing else 384)
-        applied = import_harness(db, checked_config(dimension=dim, knn_depth=knn_depth, knn_ef=knn_ef), skip_unchanged=True)
+        applied = import_harness(db, checked_config(dimension=dim, knn_depth=knn_depth, knn_ef=knn_ef), skip_unchanged=True,
+                                 analyzer=analyzer)
         if demo_seed:
             import_seed(db)
         return applied
@@ -95,6 +99,7 @@ def evaluate(
     rerank_depth: Annotated[int, typer.Option(help="N: how many of each retriever's results the reranker reorders.")] = 20,
     rerank_api: Annotated[str, typer.Option(help="The /rerank endpoint's shape: cohere (also OpenAI-style, Jina, vLLM) or tei.")] = "cohere",
     rerank_model: Annotated[Optional[str], typer.Option(help="Model name sent to a cohere-style reranker.")] = None,
+    fresh: FreshOpt = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Evaluate the golden set, record the run in history and print its means."""
@@ -109,7 +114,7 @@ def evaluate(
     bar = Progress()  # the same display as loads: stderr, on a terminal, after the first second
     try:
         report = with_db(lambda db: run_evaluation(
-            db, ks=ks, retrievers=retriever, label=label, params=params, per_question=per_question, trigger="cli",
+            db, ks=ks, retrievers=retriever, label=label, params=params, per_question=per_question, trigger="cli", fresh=fresh,
             rerank=Rerank(rerank, depth=rerank_depth, api=rerank_api, model=rerank_model) if rerank else None,
             progress=lambda done, total: bar("evaluating questions", done, total)))
     finally:
@@ -287,6 +292,7 @@ def tune(
     force: Annotated[bool, typer.Option("--force", help="Tune and report on the same questions when there is no dev/test split (marked in history).")] = False,
     relevance_level: LevelOpt = None,
     ignore_identical_ids: IdenticalOpt = False,
+    fresh: FreshOpt = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Sweep a parameter on the dev split, pick the best by a metric, report it on the test split."""
@@ -298,7 +304,7 @@ def tune(
     corpus = table_name(corpus, "--corpus table")
     result = with_db(lambda db: run_tune(db, param=param, values=candidates, metric=metric, retriever=retriever,
                                           params={"corpus": corpus, **_scoring(relevance_level, ignore_identical_ids)},
-                                          force=force))
+                                          force=force, fresh=fresh))
     if as_json:
         out.print_json(result.model_dump_json())
         return

@@ -47,6 +47,10 @@ def show_report(console: Console, report: RunReport, *, per_question: bool = Fal
             f"resolution at k={max(report.ks)} (the smallest change one question can make): "
             + ", ".join(f"{m} {v:.4f}" for m, v in steps.items())
         )
+    if report.retrieval:
+        used = report.retrieval
+        console.print(f"candidate lists: {used['reused']} of {used['lists']} read from earlier runs (inputs unchanged), "
+                      f"{used['lists'] - used['reused']} retrieved")
     if report.warning:
         console.print(f"[yellow]warning: {escape(report.warning)}[/yellow]")
     if report.ann:

@@ -43,6 +43,7 @@ def evaluate(
     trigger: str = "library",
     concurrency: int | None = None,
     progress: Callable[[int, int], None] | None = None,
+    fresh: bool = False,
     supplied: Supplied | None = None,
     rerank: Rerank | None = None,
 ) -> RunReport:
@@ -58,6 +59,8 @@ def evaluate(
     ranked [{id, score}] (a question left out is an empty ranking), and its `record` is stored in the
     run's params.supplied with the names. `rerank` adds a reranking stage over every retriever
     asked for (runs/rerank.py): each one's reranked top N is scored as `<name>+rerank` beside it.
+    A question's BM25 and vector lists are read from an earlier run when their inputs are unchanged
+    (surql/candidate_cache.surql); `fresh` queries the indexes for every list (and stores them anew).
     """
     for k in ks:
         check_number("k", k, option="every k")
@@ -74,7 +77,7 @@ def evaluate(
     names += [name for name in (supplied.rankings if supplied else {}) if name not in names]
     if rerank:  # each retriever followed by its reranked list
         names = sorted(names, key=lambda n: names.index(n.removesuffix(SUFFIX)) + 0.5 * n.endswith(SUFFIX))
-    given.update(trigger=trigger, git_commit=git_commit())
+    given.update(trigger=trigger, git_commit=git_commit(), **({"fresh": True} if fresh else {}))
     if supplied:
         given["supplied"] = {**supplied.record, "names": list(supplied.rankings)}
     # runs left unfinished by a killed process or a dropped connection are invisible; clear them:

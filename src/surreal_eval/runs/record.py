@@ -59,7 +59,7 @@ def load_for_comparison(db: Database, ref: str | RecordID) -> RunReport:
 def run_fields(row: dict) -> dict:
     """What a RunReport and a RunSummary both take from a finished eval_run row, its means as MetricRows."""
     order, names = run_order(row["retrievers"]), run_metrics(row)
-    keys = ("label", "golden", "corpus", "git_commit", "trigger", "tuning")
+    keys = ("label", "golden", "corpus", "git_commit", "trigger", "tuning", "retrieval")
     return {"run": record_str(row["id"]), "created_at": row["created_at"], "questions": row["questions"],
             "ks": row["ks"], "retrievers": row["retrievers"], "params": row.get("params") or {},
             "results": [MetricRow(**m, scores=ordered(m["metrics"], names)) for m in sorted(row["means"], key=order)],

@@ -113,6 +113,7 @@ def tune(
     params: dict[str, Any] | None = None,
     force: bool = False,
     label: str | None = None,
+    fresh: bool = False,
 ) -> TuneResult:
     """Sweep `param` over `values` on the dev split, choose the best mean `metric`, and record a run
     on the test split with that choice. For floor, `values` None sweeps 0 and the 10th to 90th
@@ -120,6 +121,7 @@ def tune(
     resolution of the best (stats.resolution) are tied with it: the first listed is taken and
     `note` says so; when every value ties, none is best and no run is recorded (`report` None). Tuning and reporting on the same questions (no dev/test
     split) is refused unless `force`, and such a run is marked forced in history.
+    `fresh` retrieves every candidate list anew, in the sweep and the run (no list of an earlier run is read).
     """
     spec = parse_metric(metric, [*METRICS, ANN_RECALL])
     if param not in TUNABLE:
@@ -143,7 +145,7 @@ def tune(
         check_values(param, list(values))
     base = {k: v for k, v in (params or {}).items() if v is not None}
     tune_split, report_split = ("dev", "test") if held_out else (None, None)
-    sweep = _sweep(db, param, values, spec, retriever, {**base, "split": tune_split})
+    sweep = _sweep(db, param, values, spec, retriever, {**base, "split": tune_split, **({"fresh": True} if fresh else {})})
     counts = db.value("SELECT VALUE array::len(relevant) FROM question WHERE $s = NONE OR split = $s", {"s": tune_split})
     # ann_recall@k moves in steps of 1/k on one question, as precision@k does
     step = 1 / (spec.k * len(counts)) if spec.name == ANN_RECALL else resolution(counts, str(spec))
@@ -171,7 +173,7 @@ def tune(
             db, ks=sorted(set(ks or []) | {spec.k}), retrievers=[retriever],
             params={**chosen, "tuning": tuning, **({"ann_check": True} if spec.name == ANN_RECALL else {})},
             label=label or f"tuned {param}={best} by {spec} on {tune_split or 'ALL (forced)'}",
-            trigger="tune",
+            trigger="tune", fresh=fresh,
         )
     finally:
         if param == "knn_ef":

@@ -15,6 +15,7 @@ from typing import Any
 
 from ..errors import StoreBusy
 from .connection import Database
+from .defaults import DEFAULT_ANALYZER
 from .schema import harness_config, statement, surql_dir, render
 
 __all__ = ["STAGING_PREFIX", "UNDO_PREFIX", "MOVE_PART", "STALE_LOAD", "JOURNAL", "corpus_template",
@@ -35,10 +36,10 @@ STALE_LOAD = 15 * 60
 JOURNAL = "ingest_journal"
 
 
-def corpus_template(name: str, table: str, dimension: int) -> str:
-    """surql/<name>.surql (corpus or corpus_indexes) rendered for corpus table `table`."""
+def corpus_template(name: str, table: str, dimension: int, analyzer: str = DEFAULT_ANALYZER) -> str:
+    """surql/<name>.surql (corpus or corpus_indexes) rendered for corpus table `table` (its BM25 index with `analyzer`)."""
     text = (surql_dir() / f"{name}.surql").read_text(encoding="utf-8")
-    return render(text, {"corpus": table, "dimension": dimension}, source=f"surql/{name}.surql")
+    return render(text, {"corpus": table, "dimension": dimension, "analyzer": analyzer}, source=f"surql/{name}.surql")
 
 
 def staging_tables(db: Database) -> list[str]:
@@ -53,9 +54,9 @@ def remove_staging(db: Database, tables: Iterable[str] | None = None) -> None:
         db.query(statement("REMOVE TABLE IF EXISTS {{staging}}", staging=table))
 
 
-def index_statements(table: str, dimension: int) -> dict[str, str]:
-    """The statements of surql/corpus_indexes.surql for `table`, by index name."""
-    text = "\n".join(line for line in corpus_template("corpus_indexes", table, dimension).splitlines()
+def index_statements(table: str, dimension: int, analyzer: str = DEFAULT_ANALYZER) -> dict[str, str]:
+    """The statements of surql/corpus_indexes.surql for `table` (its BM25 index with `analyzer`), by index name."""
+    text = "\n".join(line for line in corpus_template("corpus_indexes", table, dimension, analyzer).splitlines()
                      if not line.lstrip().startswith("--"))
     statements = [s.strip() + ";" for s in re.split(r";\s*(?:\n|$)", text) if s.strip()]
     return {re.search(r"DEFINE INDEX OVERWRITE (\w+) ON", s).group(1): s for s in statements}

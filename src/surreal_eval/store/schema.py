@@ -12,6 +12,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from .analyzers import record_analyzers, table_analyzer
 from .connection import Database
 from .ownership import defined_names, record_owned, refuse_conflicts
 from ..errors import ConfigError
@@ -34,6 +35,7 @@ __all__ = [
     "define_corpus",
     "define_vector_ef",
     "define_corpus_indexes",
+    "record_article_indexes",
     "corpus_tables",
     "identifier",
     "attached_tables",
@@ -44,9 +46,9 @@ __all__ = [
 
 #: The files that make up the harness, in the order they are applied. corpus and corpus_indexes
 #: are templates of one corpus table, applied here for `article` (and by define_corpus for others).
-HARNESS_SCRIPTS = ("schema", "corpus", "corpus_indexes", "ingest", "retrievers", "tune_ef", "attached", "user_retrievers", "supplied",
-                   "endpoints", "rerank", "registry", "metrics", "scoring", "history", "ann_check", "checks", "evaluate", "queries",
-                   "runs", "access")
+HARNESS_SCRIPTS = ("analyzers", "schema", "corpus", "corpus_indexes", "ingest", "retrievers", "tune_ef", "attached", "user_retrievers",
+                   "supplied", "endpoints", "rerank", "registry", "metrics", "scoring", "history", "candidate_cache", "ann_check", "checks",
+                   "evaluate", "queries", "runs", "access")
 #: The script rendered with one branch per attached table (see attached_script).
 ATTACHED_SCRIPT = "attached"
 CORPUS_SCRIPTS = ("corpus", "corpus_indexes")
@@ -55,6 +57,9 @@ SEED_SCRIPT = "seed"
 #: The name the generated metric dispatch (metric_dispatch) is recorded under in harness_script.
 METRIC_DISPATCH = "metric_dispatch"
 DEMO_DIMENSION = 4
+#: The analyzer the demo seed is indexed with: the lesson's findings need every word a term (its
+#: money_back question fails on "how" matching one wrong article, which english_stop removes).
+SEED_ANALYZER = "english"
 
 _EACH = re.compile(r"^-- each (content|embedding)\n(.*?)^-- end\n", re.MULTILINE | re.DOTALL)
 _PLACEHOLDER = re.compile(r"\{\{\s*([a-z_]+)\s*\}\}")
@@ -138,8 +143,12 @@ def _stored_dimension(db: Database) -> int | None:
     return found or None
 
 
-def import_harness(db: Database, config: HarnessConfig, *, skip_unchanged: bool = False) -> list[str]:
+def import_harness(db: Database, config: HarnessConfig, *, skip_unchanged: bool = False,
+                   analyzer: str | None = None) -> list[str]:
     """Apply every harness script to `db`, rendered with `config`; returns the script names applied.
+
+    `article`'s BM25 index uses `analyzer` (english, english_stop or an analyzer the database
+    holds), else the analyzer it has, else the default (store/analyzers.py).
 
     Importing again with the same config changes nothing (every statement is DEFINE ... OVERWRITE).
     A dimension that differs from the embeddings already stored is refused, and so is any name the
@@ -148,7 +157,7 @@ def import_harness(db: Database, config: HarnessConfig, *, skip_unchanged: bool 
     `harness_script` is not applied again (a changed config renders another text, so it is), and
     only the scripts applied are returned.
     """
-    values = {**config.model_dump(), "corpus": DOCUMENTS}
+    values = {**config.model_dump(), "corpus": DOCUMENTS, "analyzer": table_analyzer(db, DOCUMENTS, analyzer)}
     attached = attached_tables(db)
     texts = {name: attached_script(attached, config) if name == ATTACHED_SCRIPT
              else render(_read(name), values, source=f"surql/{name}.surql") for name in HARNESS_SCRIPTS}
@@ -182,6 +191,8 @@ def import_harness(db: Database, config: HarnessConfig, *, skip_unchanged: bool 
     apply(db, function_dispatch(db))
     db.value("RETURN fn::record_import($config, $checksums)", {"config": config.model_dump(), "checksums": checksums})
     record_owned(db, names)
+    record_analyzers(db)
+    db.value("RETURN fn::prune_candidate_cache([])")  # the candidate lists kept for reuse that can no longer match
     return applied
 
 
@@ -275,12 +286,14 @@ def attached_script(rows: list[dict], config: HarnessConfig) -> str:
 
 
 def import_seed(db: Database) -> None:
-    """Apply surql/seed.surql, the lesson's ten articles and eight questions (4-d embeddings)."""
+    """Apply surql/seed.surql, the lesson's ten articles and eight questions (4-d embeddings), and
+    index them with SEED_ANALYZER."""
     config = harness_config(db)
     if config is None or config.dimension != DEMO_DIMENSION:
         got = "no harness" if config is None else f"dimension {config.dimension}"
         raise ConfigError(f"the demo seed needs the harness imported with dimension 4, found {got}")
     apply(db, _read(SEED_SCRIPT))
+    define_corpus_indexes(db, DOCUMENTS, analyzer=SEED_ANALYZER)
 
 
 def define_vector_ef(db: Database, ef: int) -> None:
@@ -305,11 +318,26 @@ def define_corpus(db: Database, table: str, *, indexes: bool = True) -> None:
         define_corpus_indexes(db, table)
 
 
-def define_corpus_indexes(db: Database, table: str) -> None:
-    """Define the FULLTEXT (BM25) and HNSW indexes of corpus table `table`, building them now."""
+def define_corpus_indexes(db: Database, table: str, *, analyzer: str | None = None) -> None:
+    """Define the FULLTEXT (BM25) and HNSW indexes of corpus table `table`, building them now; the
+    BM25 index with `analyzer`, else the one it has, else the default (store/analyzers.py)."""
     config = require_config(db)
-    values = {"corpus": identifier(table, what="corpus table"), "dimension": config.dimension}
+    chosen = table_analyzer(db, table, analyzer)
+    values = {"corpus": identifier(table, what="corpus table"), "dimension": config.dimension, "analyzer": chosen}
     apply(db, render(_read("corpus_indexes"), values, source="surql/corpus_indexes.surql"))
+    record_analyzers(db)
+    if table == DOCUMENTS:
+        record_article_indexes(db, chosen)
+
+
+def record_article_indexes(db: Database, analyzer: str) -> None:
+    """Record, after `article`'s BM25 index was given `analyzer` outside an import, the checksum an
+    import now renders surql/corpus_indexes.surql with, so that `init` leaves the indexes be."""
+    config = require_config(db)
+    text = render(_read("corpus_indexes"), {**config.model_dump(), "corpus": DOCUMENTS, "analyzer": analyzer},
+                  source="surql/corpus_indexes.surql")
+    db.value("RETURN fn::record_import($config, { corpus_indexes: $sum })",
+             {"config": config.model_dump(), "sum": hashlib.sha256(text.encode("utf-8")).hexdigest()})
 
 
 def corpus_tables(db: Database) -> list[str]:

@@ -1,0 +1,249 @@
+"""Candidate lists reused across runs (surql/candidate_cache.surql): a later run reads a question's
+BM25 or vector list when nothing it depends on changed, and never a stale one: after each change
+below the run equals a --fresh run of the same data, list for list."""
+
+from __future__ import annotations
+
+import pytest
+from typer.testing import CliRunner
+
+from surreal_eval import evaluate
+from surreal_eval.load.bulk import load_corpus
+from surreal_eval.models import Article
+from surreal_eval.present.cli import app
+from surreal_eval.runs.tune import assign_splits, tune
+from surreal_eval.store.connection import record_str, to_record
+
+from .conftest import reverse_embeddings
+
+runner = CliRunner()
+
+
+def rankings(db, report) -> list:
+    """Every ranking of run `report`, as (question, retriever, floor, ranked ids, scores), sorted."""
+    rows = db.value("SELECT question, retriever, floor, ranked, scores FROM eval_ranking WHERE run = $r",
+                    {"r": to_record(report.run, "eval_run")})
+    return sorted((record_str(r["question"]), r["retriever"], r.get("floor"), [record_str(x) for x in r["ranked"]],
+                   r["scores"]) for r in rows)
+
+
+def scores(db, report) -> list:
+    """Every question's metrics in run `report`, as (question, retriever, floor, k, metrics), sorted."""
+    rows = db.value("SELECT question, retriever, floor, k, metrics FROM eval_result WHERE run = $r",
+                    {"r": to_record(report.run, "eval_run")})
+    return sorted(((record_str(r["question"]), r["retriever"], r.get("floor") or 0, r["k"], r["metrics"]) for r in rows),
+                  key=lambda r: r[:4])
+
+
+def same_means(one, other) -> bool:
+    """The two runs' means are the same (each summed in no fixed order: equal to rounding)."""
+    def rows(report):
+        return [(r.retriever, r.floor, r.k, sorted(r.scores)) for r in report.results]
+
+    return rows(one) == rows(other) and all(
+        a.scores == pytest.approx(b.scores, abs=1e-12) for a, b in zip(one.results, other.results))
+
+
+def reused(report) -> int:
+    return report.retrieval["reused"]
+
+
+def same_as_fresh(db, report, **kwargs) -> None:
+    """`report` ranks and scores exactly as a run that queries every index again."""
+    fresh = evaluate(db, fresh=True, **kwargs)
+    assert reused(fresh) == 0
+    assert rankings(db, report) == rankings(db, fresh)
+    assert scores(db, report) == scores(db, fresh)
+    assert same_means(report, fresh)
+
+
+def cached(db, question: str, list_: str) -> dict:
+    return db.value("SELECT * FROM ONLY type::record('candidate_cache', [type::record('question', $q), $l, 'article', 0])",
+                    {"q": question, "l": list_})
+
+
+def test_a_second_run_reads_every_list_and_scores_the_same(seeded):
+    first = evaluate(seeded, ks=[1, 3, 5])
+    second = evaluate(seeded, ks=[1, 3, 5])
+    assert first.retrieval == {"lists": 16, "reused": 0}  # 8 questions, a BM25 and a vector list each
+    assert second.retrieval == {"lists": 16, "reused": 16}
+    assert rankings(seeded, second) == rankings(seeded, first)
+    assert scores(seeded, second) == scores(seeded, first)
+    assert same_means(second, first)
+
+
+def test_a_run_reads_the_stored_list_itself(seeded):
+    """The list read is the stored one: a row changed behind the harness's back (same key) shows up."""
+    evaluate(seeded, ks=[3], retrievers=["bm25"])
+    seeded.query("UPDATE type::record('candidate_cache', [question:signin, 'bm25', 'article', 0]) "
+                 "SET hits = [{ id: article:api_rate_limits, score: 9.0 }]")
+    again = evaluate(seeded, ks=[3], retrievers=["bm25"])
+    assert reused(again) == 8
+    signin = [r for r in rankings(seeded, again) if r[0] == "question:signin"]
+    assert signin == [("question:signin", "bm25", None, ["article:api_rate_limits"], [9.0])]
+
+
+def test_new_fusion_parameters_and_a_shallower_k_reuse_every_list(seeded):
+    evaluate(seeded, ks=[1, 3, 5], retrievers=["bm25", "vector", "hybrid", "hybrid_floor", "hybrid_linear"])
+    params = {"floor": 1.0, "rrf_k": 10, "weights": [0.3, 0.7], "floors": [0, 2]}
+    kwargs = {"ks": [1, 3], "retrievers": ["hybrid", "hybrid_floor", "hybrid_linear"], "params": params}
+    second = evaluate(seeded, **kwargs)
+    assert second.retrieval == {"lists": 16, "reused": 16}
+    same_as_fresh(seeded, second, **kwargs)
+
+
+def test_a_deeper_run_fetches_again_then_serves_shallower_runs_by_its_prefix(seeded):
+    evaluate(seeded, ks=[3])
+    deeper = evaluate(seeded, ks=[5])
+    assert reused(deeper) == 0 and cached(seeded, "signin", "bm25")["depth"] == 5
+    shallower = evaluate(seeded, ks=[1, 2])
+    assert reused(shallower) == 16
+    same_as_fresh(seeded, shallower, ks=[1, 2])
+
+
+def test_changing_one_document_reruns_bm25_and_uses_no_stale_list(seeded):
+    before = evaluate(seeded, ks=[3])
+    seeded.query("UPDATE article:track_order SET content = 'Where is my parcel? Follow the courier link in your e-mail.'")
+    after = evaluate(seeded, ks=[3])
+    assert reused(after) == 8  # every BM25 list again (the content fingerprint moved), every vector list read
+    assert rankings(seeded, after) != rankings(seeded, before)
+    same_as_fresh(seeded, after, ks=[3])
+
+
+def test_changing_the_corpus_embeddings_reruns_vector_and_reuses_bm25(seeded):
+    before = evaluate(seeded, ks=[3])
+    reverse_embeddings(seeded)
+    after = evaluate(seeded, ks=[3])
+    assert reused(after) == 8
+    assert cached(seeded, "signin", "bm25")["run"] == to_record(before.run, "eval_run")
+    assert cached(seeded, "signin", "vector")["run"] == to_record(after.run, "eval_run")
+    assert rankings(seeded, after) != rankings(seeded, before)
+    same_as_fresh(seeded, after, ks=[3])
+
+
+def test_changing_one_questions_text_reruns_only_its_bm25_list(seeded):
+    before = evaluate(seeded, ks=[3])
+    seeded.query("UPDATE question:where_parcel SET text = 'track the courier of my order'")
+    after = evaluate(seeded, ks=[3])
+    assert reused(after) == 15
+    assert cached(seeded, "where_parcel", "bm25")["run"] == to_record(after.run, "eval_run")
+    assert cached(seeded, "where_parcel", "vector")["run"] == to_record(before.run, "eval_run")
+    assert rankings(seeded, after) != rankings(seeded, before)
+    same_as_fresh(seeded, after, ks=[3])
+
+
+def test_changing_one_questions_embedding_reruns_only_its_vector_list(seeded):
+    before = evaluate(seeded, ks=[3])
+    seeded.query("UPDATE question:where_parcel SET embedding = [0.9, 0.05, 0.0, 0.15]")
+    after = evaluate(seeded, ks=[3])
+    assert reused(after) == 15
+    assert cached(seeded, "where_parcel", "vector")["run"] == to_record(after.run, "eval_run")
+    assert rankings(seeded, after) != rankings(seeded, before)
+    same_as_fresh(seeded, after, ks=[3])
+
+
+@pytest.mark.parametrize("change", [
+    # another analyzer (no stemming), the index defined again with it
+    "DEFINE ANALYZER plain TOKENIZERS blank, punct FILTERS lowercase, ascii; "
+    "DEFINE INDEX OVERWRITE article_content ON article FIELDS content FULLTEXT ANALYZER plain BM25",
+    # the same analyzer name redefined, its index rebuilt
+    "DEFINE ANALYZER OVERWRITE english TOKENIZERS blank, punct FILTERS lowercase, ascii; REBUILD INDEX article_content ON article",
+    # other BM25 parameters
+    "DEFINE INDEX OVERWRITE article_content ON article FIELDS content FULLTEXT ANALYZER english BM25(0.5, 0.2)",
+])
+def test_changing_the_analyzer_or_the_fulltext_index_reruns_bm25(seeded, change):
+    before = evaluate(seeded, ks=[5])
+    seeded.query(change)
+    after = evaluate(seeded, ks=[5])
+    assert reused(after) == 8  # the vector lists only
+    assert rankings(seeded, after) != rankings(seeded, before)
+    same_as_fresh(seeded, after, ks=[5])
+
+
+def test_changing_the_analyzers_function_reruns_bm25(seeded):
+    seeded.query("DEFINE FUNCTION fn::user_strip($t: string) -> string { RETURN string::replace($t, <regex> '(?i)\\\\bmy\\\\b', ' ') };"
+                 "DEFINE ANALYZER stripped FUNCTION fn::user_strip TOKENIZERS blank, punct FILTERS lowercase, ascii;"
+                 "DEFINE INDEX OVERWRITE article_content ON article FIELDS content FULLTEXT ANALYZER stripped BM25")
+    before = evaluate(seeded, ks=[5])
+    seeded.query("DEFINE FUNCTION OVERWRITE fn::user_strip($t: string) -> string { "
+                 "RETURN string::replace($t, <regex> '(?i)\\\\b(?:my|the|parcel|money)\\\\b', ' ') };"
+                 "REBUILD INDEX article_content ON article")
+    after = evaluate(seeded, ks=[5])
+    assert reused(after) == 8
+    assert rankings(seeded, after) != rankings(seeded, before)
+    same_as_fresh(seeded, after, ks=[5])
+
+
+def test_fresh_retrieves_every_list_and_stores_them_for_the_next_run(seeded):
+    evaluate(seeded, ks=[3])
+    seeded.query("UPDATE type::record('candidate_cache', [question:rate_limit, 'bm25', 'article', 0]) SET hits = []")
+    fresh = evaluate(seeded, ks=[3], fresh=True)
+    assert fresh.retrieval == {"lists": 16, "reused": 0}
+    assert cached(seeded, "rate_limit", "bm25")["hits"] != []  # stored anew
+    assert reused(evaluate(seeded, ks=[3])) == 16
+
+
+def test_a_load_into_the_corpus_prunes_the_lists_it_made_stale(seeded):
+    evaluate(seeded, ks=[3])
+    assert seeded.value("RETURN count(SELECT id FROM candidate_cache)") == 16
+    load_corpus(seeded, [Article(id="new_doc", title="Gift cards", content="Gift cards never expire",
+                                 embedding=[0.2, 0.2, 0.2, 0.2])])
+    assert seeded.value("RETURN count(SELECT id FROM candidate_cache)") == 0  # new content, a new HNSW graph
+    after = evaluate(seeded, ks=[3])
+    assert reused(after) == 0
+    seeded.query("DELETE question:two_factor")
+    seeded.value("RETURN fn::prune_candidate_cache([])")
+    assert seeded.value("RETURN count(SELECT id FROM candidate_cache)") == 14  # the deleted question's two lists
+
+
+def test_tune_reads_the_lists_of_an_earlier_run_and_fresh_fetches_them(seeded):
+    assign_splits(seeded, seed=0)
+    first = evaluate(seeded, ks=[5])
+    tune(seeded, param="floor", values=[0, 3], metric="recall@3")
+    runs = set(seeded.value("SELECT VALUE run FROM candidate_cache"))
+    assert runs == {to_record(first.run, "eval_run")}  # the sweep and its run read every list
+    result = tune(seeded, param="floor", values=[0, 3], metric="recall@3", fresh=True)
+    assert result.report.retrieval["reused"] == 0
+    assert to_record(first.run, "eval_run") not in set(seeded.value("SELECT VALUE run FROM candidate_cache"))
+
+
+def test_the_cli_says_how_many_lists_were_read_and_fresh_reads_none(tmp_path):
+    store = ["--url", f"surrealkv://{tmp_path / 'store'}"]
+    assert runner.invoke(app, [*store, "init", "--demo"]).exit_code == 0
+    assert runner.invoke(app, [*store, "evaluate", "--k", "3"]).exit_code == 0
+    again = runner.invoke(app, [*store, "evaluate", "--k", "3"])
+    assert again.exit_code == 0 and "candidate lists: 16 of 16 read from earlier runs (inputs unchanged), 0 retrieved" in again.stdout
+    fresh = runner.invoke(app, [*store, "evaluate", "--k", "3", "--fresh"])
+    assert fresh.exit_code == 0 and "candidate lists: 0 of 16 read from earlier runs (inputs unchanged), 16 retrieved" in fresh.stdout
+
+
+@pytest.mark.slow
+def test_on_cisi_a_deeper_list_is_exactly_the_shallower_one_with_more_after_it(tmp_path):
+    """A cached list serves a shallower depth by its prefix: exact because every list is ordered by
+    score then id, ties included (CISI's BM25 lists hold many equal scores)."""
+    from surreal_eval import Settings, connect
+    from surreal_eval.load.bulk import load_beir
+
+    from .datasets import cisi
+
+    db = connect(Settings(url="mem://"))
+    try:
+        load_beir(db, cisi(), create_harness=True)
+        ids = db.value("SELECT VALUE id FROM question ORDER BY id LIMIT 30")
+        lists = db.value(
+            "RETURN (SELECT text, embedding FROM $ids).map(|$q| { "
+            "bm25: [fn::bm25_candidates('article', $q.text, 100), fn::bm25_candidates('article', $q.text, 10)], "
+            "vector: [fn::vec_candidates('article', $q.embedding, 100), fn::vec_candidates('article', $q.embedding, 10)] })",
+            {"ids": ids})
+        for question in lists:
+            for deep, shallow in question.values():
+                assert deep[:10] == shallow
+        ties = sum(a["score"] == b["score"] for q in lists for a, b in zip(q["bm25"][0], q["bm25"][0][1:]))
+        assert ties > 0  # the prefix property was tried on tied scores
+        db.query("DELETE question WHERE id NOTINSIDE $ids", {"ids": ids})
+        evaluate(db, ks=[100], retrievers=["bm25", "vector"])
+        shallow = evaluate(db, ks=[10], retrievers=["bm25", "vector", "hybrid"])
+        assert shallow.retrieval == {"lists": 60, "reused": 60}
+        same_as_fresh(db, shallow, ks=[10], retrievers=["bm25", "vector", "hybrid"])
+    finally:
+        db.close()
