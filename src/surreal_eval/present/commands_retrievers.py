@@ -49,7 +49,7 @@ def add(
     if added.kind == "function":
         on = added.probed_question or "the given text"
         plain(out, f"registered retriever {added.name}: {added.function_name} on corpus {added.corpus} "
-                   f"({added.probed_hits} records of {added.corpus} for {on})")
+                   f"({added.probed_hits} record{'' if added.probed_hits == 1 else 's'} of {added.corpus} for {on})")
     else:
         plain(out, f"registered retriever {added.name}: {added.fusion} of {' + '.join(added.lists)}")
 
