@@ -12,6 +12,7 @@ import weakref
 from typing import Any, Callable, Coroutine, Sequence, TypeVar
 
 from surrealdb import AsyncSurreal, DoneFrame, ErrorFrame, RecordID
+from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_random_exponential
 from surrealdb.errors import (
     ConnectionUnavailableError,
     NotAllowedError,
@@ -118,6 +119,11 @@ def translate(error: SurrealError, settings: Settings | None = None) -> Exceptio
 T = TypeVar("T")
 
 
+def _retryable(error: BaseException) -> bool:
+    """A write conflict between two transactions, which the engine says can be retried."""
+    return isinstance(error, SurrealError) and "can be retried" in str(error)
+
+
 class _LoopThread:
     """An asyncio loop on a daemon thread: the async SDK client lives on it, callers block on results."""
 
@@ -193,10 +199,19 @@ class Database:
             raise translate(error, self.settings) from error
         return True
 
+    async def _execute(self, sql: str, params: dict[str, Any]) -> list[Any]:
+        """One statement text, run again (up to 5 times, a short random wait between) when the engine
+        says its transaction met another's write and can be retried: nothing of it was applied."""
+        async for attempt in AsyncRetrying(retry=retry_if_exception(_retryable), stop=stop_after_attempt(5),
+                                           wait=wait_random_exponential(multiplier=0.05, max=1), reraise=True):
+            with attempt:
+                return await self._client.query(sql, params).execute()
+        raise AssertionError("unreachable: tenacity re-raises the last failure")
+
     def query(self, sql: str, params: dict[str, Any] | None = None) -> list[Any]:
         """Run SurrealQL text; the result of each statement, in order. Errors become ours."""
         try:
-            return self._loop.run(self._client.query(sql, params or {}).execute())
+            return self._loop.run(self._execute(sql, params or {}))
         except SurrealError as error:
             raise translate(error, self.settings) from error
 
@@ -225,7 +240,7 @@ class Database:
                 if failures:
                     return
                 try:
-                    results[index] = await self._client.query(sql, params).execute()
+                    results[index] = await self._execute(sql, params)
                 except BaseException as error:  # noqa: BLE001 - raised below, after the others stop
                     failures.append(error)
                     return
