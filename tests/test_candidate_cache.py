@@ -204,7 +204,8 @@ def test_tune_reads_the_lists_of_an_earlier_run_and_fresh_fetches_them(seeded):
     assert runs == {to_record(first.run, "eval_run")}  # the sweep and its run read every list
     result = tune(seeded, param="floor", values=[0, 3], metric="recall@3", fresh=True)
     assert result.report.retrieval["reused"] == 0
-    assert to_record(first.run, "eval_run") not in set(seeded.value("SELECT VALUE run FROM candidate_cache"))
+    # the sweep stores nothing (a refused sweep must change nothing); the fresh run stores its own lists
+    assert to_record(result.report.run, "eval_run") in set(seeded.value("SELECT VALUE run FROM candidate_cache"))
 
 
 def test_the_cli_says_how_many_lists_were_read_and_fresh_reads_none(tmp_path):

@@ -1062,6 +1062,7 @@ hostile_number = st.one_of(
 @example(option=(["init"], "--dimension"), value="99999999")
 @example(option=(["tune", "--force", "--param", "knn_ef"], "--values"), value="100000")
 @example(option=(["evaluate"], "--weights"), value="nan,inf")
+@example(option=(["tune", "--force", "--param", "floor"], "--values"), value="1,2,3")  # a sweep that ties is refused
 def test_any_value_of_a_numeric_option_runs_or_is_refused_in_one_line(templates, option, value):
     """NaN, infinities, integers past 64 bits, text: a command runs, or prints one line, exits 2 and changes nothing."""
     command, name = option
