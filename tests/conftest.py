@@ -57,3 +57,14 @@ def add_question(db, **extra) -> None:
         "embedding: [0.1, 0.9, 0.1, 0.0], relevant: [article:refund_request]}, $extra)",
         {"extra": extra},
     )
+
+
+@pytest.fixture
+def regressed(seeded):
+    """A good run at k = 1, 3, 5, then a run after the article embeddings were reversed: (db, good, bad)."""
+    from surreal_eval.runs.evaluate import evaluate
+
+    base = evaluate(seeded, ks=[1, 3, 5], label="good")
+    reverse_embeddings(seeded)
+    bad = evaluate(seeded, ks=[1, 3, 5], label="reversed")
+    return seeded, base, bad

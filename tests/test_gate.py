@@ -25,14 +25,6 @@ def check(result, retriever, metric="recall@3"):
     return found
 
 
-@pytest.fixture
-def regressed(seeded):
-    """A good run, then a run after the article embeddings were reversed."""
-    base = evaluate(seeded, ks=KS, label="good")
-    reverse_embeddings(seeded)
-    bad = evaluate(seeded, ks=KS, label="reversed")
-    return seeded, base, bad
-
 
 def test_a_large_significant_drop_fails_and_names_the_broken_questions(regressed):
     db, base, bad = regressed

@@ -49,13 +49,6 @@ def test_groups_are_the_maximal_sets_with_no_separable_pair():
     assert inseparable_groups(list("abc"), lambda x, y: False) == []
 
 
-@pytest.fixture
-def regressed(seeded):
-    base = evaluate(seeded, ks=KS, label="good")
-    reverse_embeddings(seeded)
-    bad = evaluate(seeded, ks=KS, label="reversed")
-    return seeded, base, bad
-
 
 def test_gate_decides_on_holm_adjusted_p_values_by_default(regressed):
     db, _, _ = regressed
