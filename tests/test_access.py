@@ -54,7 +54,7 @@ def test_an_evaluator_reads_the_registry_and_fn_evaluate_leaves_no_run(store):
         assert db.value("RETURN fn::default_retrievers()") == ["bm25", "vector", "hybrid", "hybrid_floor"]
         got = db.value("RETURN fn::evaluate(3)")
         assert {m["retriever"] for m in got["means"]} == {"bm25", "vector", "hybrid", "hybrid_floor"}
-        assert [db.value(f"RETURN count(SELECT id FROM {t})") for t in ("eval_run", "eval_ranking", "eval_result")] == [0, 0, 0]
+        assert [db.value(f"RETURN count(SELECT id FROM {t})") for t in ("eval_run", "eval_ranking")] == [0, 0]
     finally:
         db.close()
 
@@ -170,7 +170,7 @@ RUN_CONTENT = "questions: 1, ks: [1], retrievers: ['bm25'], params: {}"
 #: What an evaluator tried in issue 16, and its variants on every harness table: each must change nothing.
 ATTACKS = [
     # rewriting history: un-finish then delete, edit a finished run, forge a finished one
-    "UPDATE eval_run SET finished_at = NONE WHERE finished_at != NONE RETURN NONE; DELETE eval_result; "
+    "UPDATE eval_run SET finished_at = NONE WHERE finished_at != NONE RETURN NONE; "
     "DELETE eval_ranking; DELETE eval_run",
     "UPDATE eval_run SET finished_at = NONE",
     "UPDATE eval_run MERGE { finished_at: NONE }",
@@ -180,7 +180,6 @@ ATTACKS = [
     f"UPDATE eval_run CONTENT {{ {RUN_CONTENT} }}",
     "UPSERT eval_run SET label = 'forged'",
     "DELETE eval_run",
-    "DELETE eval_result",
     "DELETE eval_ranking",
     f"CREATE eval_run:fake CONTENT {{ {RUN_CONTENT}, finished_at: time::now() }}",
     f"INSERT INTO eval_run {{ id: eval_run:fake, {RUN_CONTENT}, finished_at: time::now() }}",
@@ -191,11 +190,11 @@ ATTACKS = [
     f"BEGIN; CREATE eval_run:fake CONTENT {{ {RUN_CONTENT} }}; UPDATE eval_run:fake SET finished_at = time::now(), "
     "questions = 0; COMMIT",
     # extra results and rankings for a finished run, and edits to the stored ones
-    "INSERT INTO eval_result (SELECT * OMIT id FROM eval_result)",
     "INSERT INTO eval_ranking (SELECT * OMIT id FROM eval_ranking)",
     f"CREATE eval_ranking CONTENT {{ run: {FINISHED}, question: question:signin, retriever: 'bm25', ranked: [], "
     "scores: [], relevant: [], grades: [] }",
-    "UPDATE eval_result SET recall = 1.0",
+    "UPDATE eval_ranking SET results = []",
+    "UPDATE eval_ranking SET results[0].metrics.recall = 1.0",
     "UPDATE eval_ranking SET ranked = []",
     # the other harness tables
     "UPDATE harness_script SET checksum = 'forged'",
@@ -214,6 +213,9 @@ ATTACKS = [
     "DELETE candidate_cache",
     "UPSERT type::record('candidate_cache', [question:signin, 'bm25', 'article', 7]) CONTENT { key: 'x', "
     "question: question:signin, list: 'bm25', corpus: 'article', version: 'x', depth: 100, hits: [] }",
+    # the engine checks a system user's runs reuse: never forged or dropped
+    "UPSERT engine_check:['vector', 'x'] CONTENT { check: 'vector', note: 'forged', checked_at: time::now() }",
+    "DELETE engine_check",
     "UPSERT evaluator:mallory SET name = 'mallory', pass = 'x'",
     # defining things: tables by writing to a new name, and every DEFINE and REMOVE
     "CREATE chunk_small:1 SET x = 1",
@@ -234,8 +236,9 @@ ATTACKS = [
     "REMOVE FUNCTION fn::finish_run",
     "REMOVE TABLE eval_run",
 ]
-HARNESS_TABLES = ["eval_run", "eval_result", "eval_ranking", "harness_script", "harness_config", "eval_watch",
-                  "ingest", "corpus_table", "ingest_journal", "article", "question", "candidate_cache"]
+HARNESS_TABLES = ["eval_run", "eval_ranking", "harness_script", "harness_config", "eval_watch",
+                  "ingest", "corpus_table", "ingest_journal", "article", "question", "candidate_cache",
+                  "engine_check"]
 
 
 def everything(db):

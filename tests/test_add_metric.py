@@ -58,3 +58,27 @@ def test_a_new_metric_is_reported_by_evaluate_compare_gate_and_the_report(with_f
     assert verdict.passed and {c.metric for c in verdict.checks} == {"first_rank@5"}
     page = write_report(db, tmp_path / "report.html", metric="first_rank@5").read_text(encoding="utf-8")
     assert "first_rank" in page
+
+
+def test_a_new_metric_sees_the_relevance_level_as_the_binary_ones_do(seeded):
+    """Above level 1 a new metric is given the grades below the level as 0 (it counts a label as the
+    binary metrics do, by fn::relevant_labels), and scores 0 where no label reaches the level."""
+    db = seeded
+    db.query("""
+        DEFINE FUNCTION OVERWRITE fn::metric_first_hit($ranked: array, $relevant: array, $grades: array, $k: int) -> float {
+            LET $first = array::find_index(array::slice($ranked, 0, $k).map(|$r| $r IN fn::relevant_labels($relevant, $grades)), true);
+            RETURN IF $first = NONE { 0f } ELSE { <float> ($first + 1) };
+        };
+        DEFINE FUNCTION OVERWRITE fn::metric_share($ranked: array, $relevant: array, $grades: array, $k: int) -> float {
+            RETURN <float> array::len($grades[WHERE $this > 0]) / array::len($grades[WHERE $this >= 3]);
+        };""")
+    import_harness(db, HarnessConfig(dimension=4))
+    ranked, judged, grades = ["a", "b", "c"], ["b", "c"], [1, 2]
+
+    def at(level):
+        return db.value("RETURN fn::metrics_at_level($r, $j, $g, [3], $l)[0].metrics", {"r": ranked, "j": judged, "g": grades, "l": level})
+
+    assert at(1)["first_hit"] == 2.0 and at(2)["first_hit"] == 3.0 == db.value("RETURN fn::metric_first_hit($r, ['b', 'c'], [0, 2], 3)", {"r": ranked})
+    assert at(2)["mrr"] == pytest.approx(1 / 3)
+    # a metric left undefined at the level (a division by no label) scores 0, as recall does
+    assert at(5)["share"] == 0.0 and at(5)["recall"] == 0.0 and at(5)["first_hit"] == 0.0

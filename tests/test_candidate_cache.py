@@ -29,10 +29,10 @@ def rankings(db, report) -> list:
 
 def scores(db, report) -> list:
     """Every question's metrics in run `report`, as (question, retriever, floor, k, metrics), sorted."""
-    rows = db.value("SELECT question, retriever, floor, k, metrics FROM eval_result WHERE run = $r",
+    rows = db.value("SELECT question, retriever, floor, results FROM eval_ranking WHERE run = $r",
                     {"r": to_record(report.run, "eval_run")})
-    return sorted(((record_str(r["question"]), r["retriever"], r.get("floor") or 0, r["k"], r["metrics"]) for r in rows),
-                  key=lambda r: r[:4])
+    return sorted(((record_str(r["question"]), r["retriever"], r.get("floor") or 0, m["k"], m["metrics"]) for r in rows
+                   for m in r["results"]), key=lambda r: r[:4])
 
 
 def same_means(one, other) -> bool:

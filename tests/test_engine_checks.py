@@ -129,6 +129,28 @@ def test_an_hnsw_index_moved_to_another_field_stops_the_run():
     db.close()
 
 
+def test_a_passed_check_is_reused_until_what_it_depends_on_changes():
+    db = notes_db()
+    kept = "with the same content, indexes, analyzer, harness and engine"
+    first = evaluate(db, ks=[1, 3], params={"corpus": "notes"})
+    assert [c.status for c in first.checks] == ["passed", "passed"] and not any(kept in c.note for c in first.checks)
+    second = evaluate(db, ks=[1, 3], params={"corpus": "notes"})
+    assert [c.status for c in second.checks] == ["passed", "passed"] and all(kept in c.note for c in second.checks)
+    assert not any(kept in c.note for c in evaluate(db, ks=[1], params={"corpus": "notes"}, fresh=True).checks)
+    # a new document changes the content: the BM25 check is asked again (and the vector one, its embeddings changed too)
+    db.query("CREATE notes:i CONTENT { body: 'receipts printed', vec: [0.2, 0.2, 0.2, 0.4], other: [0.4, 0.2, 0.2, 0.2] }")
+    assert not any(kept in c.note for c in evaluate(db, ks=[1], params={"corpus": "notes"}).checks)
+    # the index re-pointed after checks passed: the vector check is asked again and now fails
+    db.query("REMOVE INDEX notes_vec ON notes; DEFINE INDEX notes_vec ON notes FIELDS other HNSW DIMENSION 4 DIST COSINE;")
+    refused(db, "the vector retriever returns")
+    # the keys hold the engine's version: another engine asks again
+    keys = [db.value("RETURN fn::engine_check_keys({ bm25: 'b', vector: 'v' }, [], { engine: $e })", {"e": e})
+            for e in ("surrealdb-3.0.0", "surrealdb-3.0.1")]
+    assert keys[0]["bm25"] != keys[1]["bm25"] and keys[0]["vector"] != keys[1]["vector"]
+    assert db.value("RETURN fn::engine_check_keys({ bm25: 'b', vector: 'v' }, [], { engine: 'x', fresh: true })") is None
+    db.close()
+
+
 def test_a_failed_check_exits_3_with_one_line(tmp_path, monkeypatch):
     notes_db(analyzer="TOKENIZERS blank FILTERS lowercase, ngram(50, 60)", path=tmp_path / "store").close()
     monkeypatch.setenv("SURREAL_EVAL_URL", f"surrealkv://{tmp_path / 'store'}")

@@ -939,7 +939,7 @@ def test_table_and_account_names_that_are_not_identifiers_are_refused(templates,
             nobody_let_in(db)
 
 
-HARNESS_TABLES = ("question", "eval_run", "eval_result", "eval_ranking", "eval_watch", "ingest", "evaluator",
+HARNESS_TABLES = ("question", "eval_run", "eval_ranking", "eval_watch", "ingest", "evaluator",
                   "harness_config", "harness_script", "corpus_table")
 identifier_name = st.one_of(
     st.sampled_from(HARNESS_TABLES + ("_ingest_article", "select", "NONE", "true", "null", "FROM", "ONLY", "VALUE",

@@ -91,7 +91,7 @@ def test_fn_evaluate_returns_means_and_the_sweep_and_records_nothing(seeded, rep
     runs = seeded.value("SELECT id FROM eval_run")
     got = seeded.value("RETURN fn::evaluate(5)")
     assert seeded.value("SELECT id FROM eval_run") == runs
-    assert seeded.value("RETURN count(SELECT id FROM eval_result WHERE run NOTINSIDE $r)", {"r": [r["id"] for r in runs]}) == 0
+    assert seeded.value("RETURN count(SELECT id FROM eval_ranking WHERE run NOTINSIDE $r)", {"r": [r["id"] for r in runs]}) == 0
     means = {m["retriever"]: m["metrics"]["recall"] for m in got["means"]}
     assert means == {r: mean(report, r, 5) for r in ("bm25", "vector", "hybrid", "hybrid_floor")}
     assert {s["floor"] for s in got["sweep"]} == {0, 1, 2, 3, 4, 5}

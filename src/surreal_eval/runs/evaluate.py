@@ -60,7 +60,8 @@ def evaluate(
     run's params.supplied with the names. `rerank` adds a reranking stage over every retriever
     asked for (runs/rerank.py): each one's reranked top N is scored as `<name>+rerank` beside it.
     A question's BM25 and vector lists are read from an earlier run when their inputs are unchanged
-    (surql/candidate_cache.surql); `fresh` queries the indexes for every list (and stores them anew).
+    (surql/candidate_cache.surql), and so is an engine check that passed (surql/checks.surql); `fresh`
+    queries the indexes for every list (and stores them anew) and asks the engine every check.
     """
     for k in ks:
         check_number("k", k, option="every k")
@@ -77,7 +78,8 @@ def evaluate(
     names += [name for name in (supplied.rankings if supplied else {}) if name not in names]
     if rerank:  # each retriever followed by its reranked list
         names = sorted(names, key=lambda n: names.index(n.removesuffix(SUFFIX)) + 0.5 * n.endswith(SUFFIX))
-    given.update(trigger=trigger, git_commit=git_commit(), **({"fresh": True} if fresh else {}))
+    # the engine version keys the engine checks kept between runs (surql/checks.surql: engine_check)
+    given.update(trigger=trigger, git_commit=git_commit(), engine=db.engine_version(), **({"fresh": True} if fresh else {}))
     if supplied:
         given["supplied"] = {**supplied.record, "names": list(supplied.rankings)}
     # runs left unfinished by a killed process or a dropped connection are invisible; clear them:

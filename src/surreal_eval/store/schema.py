@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from .analyzers import record_analyzers, table_analyzer
 from .connection import Database
+from .migrations import move_old_results
 from .ownership import defined_names, record_owned, refuse_conflicts
 from ..errors import ConfigError
 from ..grammar import check_number, file_metrics, surql_dir
@@ -182,6 +183,7 @@ def import_harness(db: Database, config: HarnessConfig, *, skip_unchanged: bool 
             continue
         apply(db, text)
         applied.append(name)
+    move_old_results(db)
     dispatch = metric_dispatch(db)
     checksums[METRIC_DISPATCH] = hashlib.sha256(dispatch.encode("utf-8")).hexdigest()
     if recorded.get(METRIC_DISPATCH) != checksums[METRIC_DISPATCH]:
@@ -198,21 +200,23 @@ def import_harness(db: Database, config: HarnessConfig, *, skip_unchanged: bool 
 
 #: The names metric_dispatch defines (its text depends on the database, its names do not), for the ownership check.
 DISPATCH_DEFINES = ("DEFINE FUNCTION fn::scored_metrics\nDEFINE FUNCTION fn::metrics\nDEFINE FUNCTION fn::extra_metrics\n"
-                    "DEFINE FUNCTION fn::function_candidates")
+                    "DEFINE FUNCTION fn::with_extra_metrics\nDEFINE FUNCTION fn::function_candidates")
 
 
 def metric_dispatch(db: Database) -> str:
-    """SurrealQL defining fn::scored_metrics, fn::metrics and fn::extra_metrics over every fn::metric_*
-    in `db` (metrics.surql applied): the file's in file order, then any other by name.
+    """SurrealQL defining fn::scored_metrics, fn::metrics, fn::extra_metrics and fn::with_extra_metrics
+    over every fn::metric_* in `db` (metrics.surql applied): the file's in file order, then any other by name.
 
     SurrealQL cannot call a function named by a value, so the calls are written out here, each
-    name a validated identifier; fn::extra_metrics holds those fn::standard_metrics_at leaves out.
+    name a validated identifier; fn::extra_metrics holds those fn::standard_scores leaves out, and
+    fn::with_extra_metrics adds them to its rows (none: the rows as they are, nothing called).
     """
     defined = [name[len("metric_"):] for name in db.value("INFO FOR DB")["functions"] if name.startswith("metric_")]
     ordered = [n for n in file_metrics(_read("metrics")) if n in defined] + sorted(set(defined) - set(file_metrics(_read("metrics"))))
     names = [identifier(n, what="metric") for n in ordered]
-    standard = set(db.value("RETURN object::keys(fn::standard_metrics_at([0], [0], [1], [1])[0])"))
+    standard = set(db.value("RETURN object::keys(fn::standard_scores([0], fn::label_profile([0], [1], [1], NONE), [1])[0].metrics)"))
     args = "($ranked: array, $relevant: array, $grades: array, $k: int) -> object"
+    extra = [n for n in names if n not in standard]
 
     def calls(chosen: list[str]) -> str:
         return ", ".join(n + ": fn::metric_" + n + "($ranked, $relevant, $grades, $k)" for n in chosen)
@@ -222,9 +226,14 @@ def metric_dispatch(db: Database) -> str:
         "DEFINE FUNCTION OVERWRITE fn::scored_metrics() -> array<string> { RETURN " + repr(names).replace('"', "'") + "; };",
         "-- fn::metrics: every metric of fn::scored_metrics() of one ranking at cutoff $k, as {<name>: value}.",
         "DEFINE FUNCTION OVERWRITE fn::metrics" + args + " { RETURN { " + calls(names) + " }; };",
-        "-- fn::extra_metrics: the metrics of fn::scored_metrics() that fn::standard_metrics_at does not compute, at cutoff $k, as {<name>: value}.",
-        "DEFINE FUNCTION OVERWRITE fn::extra_metrics" + args + " { RETURN { "
-        + calls([n for n in names if n not in standard]) + " }; };",
+        "-- fn::extra_metrics: the metrics of fn::scored_metrics() that fn::standard_scores does not compute, at cutoff $k, as {<name>: value}.",
+        "DEFINE FUNCTION OVERWRITE fn::extra_metrics" + args + " { RETURN { " + calls(extra) + " }; };",
+        "-- fn::with_extra_metrics: rows $rows of fn::standard_scores for ranking $ranked with fn::extra_metrics added at each k,"
+        " on label profile $p's judged ids and the gains its level leaves (undefined values 0 above level 1).",
+        "DEFINE FUNCTION OVERWRITE fn::with_extra_metrics($rows: array<object>, $ranked: array, $p: object) -> array<object> { RETURN "
+        + ("$rows.map(|$row| { k: $row.k, metrics: object::extend($row.metrics, "
+           "fn::defined_at_level(fn::extra_metrics($ranked, $p.judged, $p.cut, $row.k), $p.level)) })" if extra else "$rows")
+        + "; };",
     ])
 
 
