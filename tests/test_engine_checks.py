@@ -136,7 +136,10 @@ def test_a_passed_check_is_reused_until_what_it_depends_on_changes():
     assert [c.status for c in first.checks] == ["passed", "passed"] and not any(kept in c.note for c in first.checks)
     second = evaluate(db, ks=[1, 3], params={"corpus": "notes"})
     assert [c.status for c in second.checks] == ["passed", "passed"] and all(kept in c.note for c in second.checks)
+    # --fresh asks again (and keeps what it found)
+    before = db.value("SELECT VALUE checked_at FROM engine_check ORDER BY id")
     assert not any(kept in c.note for c in evaluate(db, ks=[1], params={"corpus": "notes"}, fresh=True).checks)
+    assert db.value("SELECT VALUE checked_at FROM engine_check ORDER BY id") > before
     # a new document changes the content: the BM25 check is asked again (and the vector one, its embeddings changed too)
     db.query("CREATE notes:i CONTENT { body: 'receipts printed', vec: [0.2, 0.2, 0.2, 0.4], other: [0.4, 0.2, 0.2, 0.2] }")
     assert not any(kept in c.note for c in evaluate(db, ks=[1], params={"corpus": "notes"}).checks)
@@ -147,7 +150,8 @@ def test_a_passed_check_is_reused_until_what_it_depends_on_changes():
     keys = [db.value("RETURN fn::engine_check_keys({ bm25: 'b', vector: 'v' }, [], { engine: $e })", {"e": e})
             for e in ("surrealdb-3.0.0", "surrealdb-3.0.1")]
     assert keys[0]["bm25"] != keys[1]["bm25"] and keys[0]["vector"] != keys[1]["vector"]
-    assert db.value("RETURN fn::engine_check_keys({ bm25: 'b', vector: 'v' }, [], { engine: 'x', fresh: true })") is None
+    assert db.value("RETURN fn::engine_check_keys({ bm25: 'b', vector: 'v' }, [], { engine: 'x', fresh: true })").get("fresh") is True
+    assert db.value("RETURN fn::engine_check_keys({ bm25: 'b', vector: 'v' }, [], {})") is None
     db.close()
 
 

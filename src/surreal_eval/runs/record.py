@@ -133,15 +133,18 @@ def ordered(scores: dict[str, float], names: list[str]) -> dict[str, float]:
 def _add_uncertainty(db: Database, run_id: RecordID, rows: list[MetricRow], retriever: str, names: list[str]) -> None:
     """Fill each row's bootstrap interval and resolution per metric from the run's per-question scores.
 
-    The scores are read one retriever and k at a time, in question order (so the same run always
-    gets the same intervals), and kept as one float array per metric: memory grows with questions x
+    The scores are read one retriever at a time, in question order (so the same run always gets the
+    same intervals), and kept as one float array per metric and k: memory grows with questions x
     means, never with a dict per stored result. Resolution is given for the metrics stats.resolution
     knows.
     """
     columns: list[np.ndarray] = []
     scored: list[MetricRow] = []
+    results: dict[str, list[list[dict]]] = {}
     for row in rows:
-        found = db.value("RETURN fn::run_scores($run, $retriever, $k)", {"run": run_id, "retriever": row.retriever, "k": row.k})
+        if row.retriever not in results:
+            results[row.retriever] = db.value("RETURN fn::run_scores($run, $retriever)", {"run": run_id, "retriever": row.retriever})
+        found = [m["metrics"] for question in results[row.retriever] for m in question if m["k"] == row.k]
         values = np.asarray([[s[name] for name in names] for s in found], dtype=float)
         if values.size:
             scored.append(row)

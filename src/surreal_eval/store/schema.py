@@ -200,7 +200,7 @@ def import_harness(db: Database, config: HarnessConfig, *, skip_unchanged: bool 
 
 #: The names metric_dispatch defines (its text depends on the database, its names do not), for the ownership check.
 DISPATCH_DEFINES = ("DEFINE FUNCTION fn::scored_metrics\nDEFINE FUNCTION fn::metrics\nDEFINE FUNCTION fn::extra_metrics\n"
-                    "DEFINE FUNCTION fn::with_extra_metrics\nDEFINE FUNCTION fn::function_candidates")
+                    "DEFINE FUNCTION fn::with_extra_metrics\nDEFINE FUNCTION fn::extra_metric_names\nDEFINE FUNCTION fn::function_candidates")
 
 
 def metric_dispatch(db: Database) -> str:
@@ -228,6 +228,8 @@ def metric_dispatch(db: Database) -> str:
         "DEFINE FUNCTION OVERWRITE fn::metrics" + args + " { RETURN { " + calls(names) + " }; };",
         "-- fn::extra_metrics: the metrics of fn::scored_metrics() that fn::standard_scores does not compute, at cutoff $k, as {<name>: value}.",
         "DEFINE FUNCTION OVERWRITE fn::extra_metrics" + args + " { RETURN { " + calls(extra) + " }; };",
+        "-- fn::extra_metric_names: the metrics of fn::scored_metrics() that fn::standard_scores does not compute (a run calls fn::scores_at only when there are any).",
+        "DEFINE FUNCTION OVERWRITE fn::extra_metric_names() -> array<string> { RETURN " + repr(extra).replace('"', "'") + "; };",
         "-- fn::with_extra_metrics: rows $rows of fn::standard_scores for ranking $ranked with fn::extra_metrics added at each k,"
         " on label profile $p's judged ids and the gains its level leaves (undefined values 0 above level 1).",
         "DEFINE FUNCTION OVERWRITE fn::with_extra_metrics($rows: array<object>, $ranked: array, $p: object) -> array<object> { RETURN "
