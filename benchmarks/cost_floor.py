@@ -217,8 +217,8 @@ def define_bench_functions(db: Database) -> None:
 
 
 def scores_in_one_pass(db: Database) -> bool:
-    """Whether the harness has fn::metrics_at (every k of a ranking in one pass), which runs then use."""
-    return "metrics_at" in db.value("INFO FOR DB")["functions"]
+    """Whether the harness scores every k of a ranking in one pass (fn::standard_scores on a label profile), as runs then do."""
+    return "standard_scores" in db.value("INFO FOR DB")["functions"]
 
 
 def question_ids(db: Database) -> list[Any]:
@@ -378,7 +378,7 @@ def store_rankings(db: Database, run: str, count: int, depth: int = SCORED_DEPTH
 
 def measure_scoring(db: Database, count: int, concurrency: int = 1) -> tuple[Timing, Timing, float, float, float]:
     """S: every metric at every k over the stored rankings in the database, as runs score them
-    (fn::metrics_at when the harness has it, else fn::metrics per k), in batches with the evaluation's
+    (fn::label_profile then fn::standard_scores when the harness has them, else fn::metrics per k), in batches with the evaluation's
     concurrency, and pytrec-eval on the same rankings; returns both timings, the database's time in
     one sequential statement, the largest difference between their means, and the time of the same
     scoring by fn::metrics once per k. S and pytrec-eval are the medians of SCORING_REPEATS timings each, taken alternately."""
@@ -446,7 +446,7 @@ def measure_breakdown(db: Database, depth: int, concurrency: tuple[int, str], lo
     stage(f"+ the fusions (fn::question_rankings: {len(names)} retrievers + {len(FLOORS)} sweep floors)",
           many("RETURN fn::bench_rankings($ids, $p, $names)", {"p": params, "names": names}))
     at = scores_in_one_pass(db)
-    stage(f"+ every metric at every k ({'fn::metrics_at' if at else 'fn::metrics per k'}), nothing written",
+    stage(f"+ every metric at every k ({'fn::scores_at' if at else 'fn::metrics per k'}), nothing written",
           many("RETURN fn::bench_rankings_scored($ids, $p, $names, $ks, $at)", {"p": params, "names": names, "ks": KS, "at": at}))
     kwargs = {"concurrency": c} if "concurrency" in inspect.signature(evaluate).parameters else {}
     kwargs.update(_fresh())
@@ -534,7 +534,7 @@ def measure_dataset(db: Database, name: str, documents: int, config: Config, log
     log(f"{name}: S (scoring alone)")
     where = store_rankings(db, report.run, config.scored, config.depth)
     scoring, reference, sequential, difference, per_k = measure_scoring(db, config.scored, config.concurrency[0])
-    how = "fn::metrics_at, one pass per ranking" if scores_in_one_pass(db) else "fn::metrics once per k"
+    how = "fn::label_profile and fn::standard_scores, one pass per ranking" if scores_in_one_pass(db) else "fn::metrics once per k"
     scoring.note = (f"{where}; {len(METRICS)} metrics x {len(KS)} k by {how} ({sequential:.2f} s in one sequential"
                     f" statement; fn::metrics once per k: {per_k:.2f} s); means agree with pytrec-eval to {difference:.1e}")
     result.timings["S"] = scoring
@@ -692,6 +692,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--watch-docs", default="2000",
                         help="smaller Debian sets whose watched ingest is timed too, besides --debian-docs (default 2000)")
     parser.add_argument("--watch-only", action="store_true", help="on the Debian sets, time only the watched ingest")
+    parser.add_argument("--analyzers-only", action="store_true", help="on CISI and the large Debian set, only the analyzer table")
+    parser.add_argument("--analyzer-questions", type=int,
+                        help="the analyzer table on this many questions spread over the set (default all; an english pass"
+                             " over 500 Debian questions takes over 15 minutes)")
     parser.add_argument("--watch-questions", type=int, default=50,
                         help="questions the watched ingest evaluates (default 50: it runs in the ingest's one transaction,"
                              " whose memory grows faster than linearly with the questions)")
@@ -770,6 +774,9 @@ def main(argv: list[str] | None = None) -> int:
     watched = []
 
     def analyzer_table(db: Database, name: str, documents: int) -> None:
+        define_bench_functions(db)  # F's fn::bench_floor
+        if args.analyzer_questions and args.analyzer_questions < len(question_ids(db)):
+            keep_questions(db, subset(question_ids(db), args.analyzer_questions))
         rows = measure_analyzers(db, question_ids(db), args.depth, lambda calls: run_many(db, calls, concurrency[0]),
                                  lambda ids: batches(ids, EVAL_BATCH), _log)
         analyzers[name] = rows
@@ -783,6 +790,8 @@ def main(argv: list[str] | None = None) -> int:
                 keep_questions(db, subset(question_ids(db), args.cisi_questions))
             if args.breakdown:
                 breakdown(db, "CISI", documents)
+            elif args.analyzers_only:
+                analyzer_table(db, "CISI", documents)
             else:
                 report(measure_dataset(db, "CISI", documents, config, _log))
                 analyzer_table(db, "CISI", documents)
@@ -800,6 +809,10 @@ def main(argv: list[str] | None = None) -> int:
                 if args.breakdown:
                     if size == args.debian_docs:
                         breakdown(db, "Debian", documents)
+                    continue
+                if args.analyzers_only:
+                    if size == args.debian_docs:
+                        analyzer_table(db, "Debian", documents)
                     continue
                 if size == args.debian_docs and not args.watch_only:
                     result = measure_dataset(db, "Debian", documents, config, _log, full_only=True)
