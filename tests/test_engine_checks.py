@@ -147,11 +147,11 @@ def test_a_passed_check_is_reused_until_what_it_depends_on_changes():
     db.query("REMOVE INDEX notes_vec ON notes; DEFINE INDEX notes_vec ON notes FIELDS other HNSW DIMENSION 4 DIST COSINE;")
     refused(db, "the vector retriever returns")
     # the keys hold the engine's version: another engine asks again
-    keys = [db.value("RETURN fn::engine_check_keys({ bm25: 'b', vector: 'v' }, [], { engine: $e })", {"e": e})
+    keys = [db.value("RETURN fn::engine_check_keys({ bm25: 'b', vector: 'v' }, [], 'h', { engine: $e })", {"e": e})
             for e in ("surrealdb-3.0.0", "surrealdb-3.0.1")]
     assert keys[0]["bm25"] != keys[1]["bm25"] and keys[0]["vector"] != keys[1]["vector"]
-    assert db.value("RETURN fn::engine_check_keys({ bm25: 'b', vector: 'v' }, [], { engine: 'x', fresh: true })").get("fresh") is True
-    assert db.value("RETURN fn::engine_check_keys({ bm25: 'b', vector: 'v' }, [], {})") is None
+    assert db.value("RETURN fn::engine_check_keys({ bm25: 'b', vector: 'v' }, [], 'h', { engine: 'x', fresh: true })").get("fresh") is True
+    assert db.value("RETURN fn::engine_check_keys({ bm25: 'b', vector: 'v' }, [], 'h', {})") is None
     db.close()
 
 
