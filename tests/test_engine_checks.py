@@ -10,7 +10,7 @@ import pytest
 from typer.testing import CliRunner
 
 from surreal_eval import Settings, connect
-from surreal_eval.errors import EngineCheckFailed
+from surreal_eval.errors import EngineCheckFailed, Rejected
 from surreal_eval.load.attach import attach_table
 from surreal_eval.load.bulk import load_golden
 from surreal_eval.models import Question
@@ -152,6 +152,15 @@ def test_a_passed_check_is_reused_until_what_it_depends_on_changes():
     assert keys[0]["bm25"] != keys[1]["bm25"] and keys[0]["vector"] != keys[1]["vector"]
     assert db.value("RETURN fn::engine_check_keys({ bm25: 'b', vector: 'v' }, [], 'h', { engine: 'x', fresh: true })").get("fresh") is True
     assert db.value("RETURN fn::engine_check_keys({ bm25: 'b', vector: 'v' }, [], 'h', {})") is None
+    db.close()
+
+
+def test_a_run_that_fails_after_its_checks_keeps_none_of_them():
+    db = notes_db()
+    before = snapshot(db)
+    with pytest.raises(Rejected):  # k deeper than the vector index: refused once the checks have passed
+        evaluate(db, ks=[101], params={"corpus": "notes"})
+    assert snapshot(db) == before and db.value("SELECT * FROM engine_check") == []
     db.close()
 
 

@@ -1059,6 +1059,7 @@ hostile_number = st.one_of(
 @FUZZ
 @given(option=st.sampled_from(NUMERIC_OPTIONS), value=hostile_number)
 @example(option=(["evaluate"], "--k"), value="99999999999999999999")
+@example(option=(["evaluate"], "--k"), value="101")  # refused after the engine checks passed: none kept
 @example(option=(["init"], "--dimension"), value="99999999")
 @example(option=(["tune", "--force", "--param", "knn_ef"], "--values"), value="100000")
 @example(option=(["evaluate"], "--weights"), value="nan,inf")
