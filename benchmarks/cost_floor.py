@@ -1,6 +1,11 @@
 """The cost of an evaluation against the cost floor, the naive ways, and scoring alone; and how it scales.
 
-    python benchmarks/cost_floor.py [--dataset cisi,debian,synthetic] [--docs 20000 --questions 1000] [--quick]
+    python benchmarks/cost_floor.py [--dataset cisi,debian,synthetic] [--depth 10] [--quick]
+
+With no option it measures what the README reports, in one run of about 45 minutes: CISI and the
+Debian set at depth 10 (the depth an evaluation uses by default), every ratio, the analyzer table
+(on 100 Debian questions), the scale table (Debian, 5,000 to 20,000 documents) and the watched
+ingest. `--dataset synthetic` adds the synthetic set (pseudo-words; the previous release's scale table).
 
 Everything is measured in this one process, one after the other, on the same data in one embedded
 database (mem://) per dataset, loaded with the project's ingest:
@@ -26,7 +31,8 @@ database (mem://) per dataset, loaded with the project's ingest:
 Besides (issue 13): per set, F under each analyzer and BM25's quality under each (analyzer_floor.py);
 the Debian set of real text (debian_corpus.py: 20,000 package descriptions, 500 known-item questions),
 F and H on it and the evaluation as the CLI runs it; the watched ingest's cost (watch_cost.py) at
-2,000 and 20,000 documents; and every ratio of the run side by side.
+2,000 and 20,000 documents; how the cost grows with documents and questions (the scale table, on
+the Debian set; on the synthetic set when only it is measured); and every ratio of the run side by side.
 
 Peak memory of the H run: the process's resident set sampled every 10 ms during the call, its
 ru_maxrss (the process's peak so far, loading included) and tracemalloc's peak of Python
@@ -624,7 +630,7 @@ def scale_trend(points: list[ScalePoint]) -> str:
     largest = sorted(by_docs[sizes[-1]], key=lambda p: p.questions)
     if len(largest) > 1:
         per = [p.full / p.questions * 1000 for p in largest]
-        parts.append(f"and stays within {min(per):.0f}-{max(per):.0f} ms per question from {largest[0].questions:,}"
+        parts.append(f"{'and' if parts else 'H'} stays within {min(per):.0f}-{max(per):.0f} ms per question from {largest[0].questions:,}"
                      f" to {largest[-1].questions:,} questions at {sizes[-1]:,} documents")
     floor_growth = ""
     if len(sizes) > 1 and common:
@@ -685,17 +691,18 @@ def _log(message: str) -> None:
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--dataset", default="all",
-                        help="comma-separated: cisi, debian (the large set of real text), synthetic; all = cisi,debian,synthetic")
+    parser.add_argument("--dataset", default="cisi,debian",
+                        help="comma-separated: cisi, debian (the large set of real text), synthetic (pseudo-words); default cisi,debian;"
+                             " all = cisi,debian,synthetic")
     parser.add_argument("--debian-docs", type=int, default=20_000, help="documents of the Debian set (default 20000)")
     parser.add_argument("--debian-questions", type=int, default=500, help="questions of the Debian set (default 500)")
     parser.add_argument("--watch-docs", default="2000",
                         help="smaller Debian sets whose watched ingest is timed too, besides --debian-docs (default 2000)")
     parser.add_argument("--watch-only", action="store_true", help="on the Debian sets, time only the watched ingest")
     parser.add_argument("--analyzers-only", action="store_true", help="on CISI and the large Debian set, only the analyzer table")
-    parser.add_argument("--analyzer-questions", type=int,
-                        help="the analyzer table on this many questions spread over the set (default all; an english pass"
-                             " over 500 Debian questions takes over 15 minutes)")
+    parser.add_argument("--analyzer-questions", type=int, default=100,
+                        help="the analyzer table on at most this many questions spread over the set (default 100: all of CISI's 76;"
+                             " an english pass over 500 Debian questions takes over 15 minutes)")
     parser.add_argument("--watch-questions", type=int, default=50,
                         help="questions the watched ingest evaluates (default 50: it runs in the ingest's one transaction,"
                              " whose memory grows faster than linearly with the questions)")
@@ -703,11 +710,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--questions", type=int, default=1_000, help="synthetic questions (default 1000)")
     parser.add_argument("--dimension", type=int, default=384)
     parser.add_argument("--seed", type=int, default=7)
-    parser.add_argument("--depth", type=int, default=100,
-                        help="retrieval depth of F, H and C (default 100; 10 is the deepest k, the depth an evaluation uses by default)")
-    parser.add_argument("--naive-questions", type=int, help="questions N is timed on, then scaled (default 4)")
-    parser.add_argument("--client-questions", type=int, help="questions C is timed on, then scaled (default 100)")
-    parser.add_argument("--scale-docs", help="corpus sizes of the scale table (default 5000,10000,<docs>)")
+    parser.add_argument("--depth", type=int, default=10,
+                        help="retrieval depth of F, H and C (default 10: the deepest k, the depth an evaluation uses by default)")
+    parser.add_argument("--naive-questions", type=int, help="questions N is timed on, then scaled (default 2)")
+    parser.add_argument("--client-questions", type=int, help="questions C is timed on, then scaled (default 20)")
+    parser.add_argument("--scale-docs", help="corpus sizes of the scale table (default 5000,10000 and the set's size: --debian-docs,"
+                        " or --docs for the synthetic set)")
     parser.add_argument("--scale-questions", help="smaller question counts of the scale table: every corpus size is measured with these, the"
                         " main one also with --questions (default 100,300)")
     parser.add_argument("--no-scale", action="store_true", help="skip the scale table")
@@ -728,11 +736,15 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         args.scale_docs = args.scale_docs or "500,1000,2000"
         args.scale_questions = args.scale_questions or "25,50"
         args.debian_docs, args.debian_questions, args.watch_docs = 2_000, 50, []
+        args.scale_docs = "2000"
     else:
         args.cisi_questions = None
-    args.naive_questions = args.naive_questions or 4
-    args.client_questions = args.client_questions or 100
-    args.scale_docs = [int(x) for x in (args.scale_docs or f"5000,10000,{args.docs}").split(",")]
+    args.naive_questions = args.naive_questions or 2
+    args.client_questions = args.client_questions or 20
+    # the scale table is measured on the large set of real text when it runs, else on the synthetic set
+    args.scale_on = "debian" if "debian" in args.datasets else "synthetic"
+    largest = args.debian_docs if args.scale_on == "debian" else args.docs
+    args.scale_docs = sorted({*(int(x) for x in (args.scale_docs or "5000,10000").split(",")), largest})
     args.scale_questions = [int(x) for x in (args.scale_questions or "100,300").split(",")]
     return args
 
@@ -799,9 +811,13 @@ def main(argv: list[str] | None = None) -> int:
                     keep_questions(db, subset(question_ids(db), args.watch_questions))
                 watched.append(measure_watch(db, "CISI", documents, seconds))
     if "debian" in args.datasets:
-        for size in sorted({*args.watch_docs, args.debian_docs}):
+        scale_sizes = set(args.scale_docs) if args.scale_on == "debian" and not (args.no_scale or args.watch_only
+                                                                                or args.analyzers_only or args.breakdown) else set()
+        for size in sorted({*args.watch_docs, *scale_sizes, args.debian_docs}):
             with connect(Settings(url="mem://")) as db:
-                questions = args.debian_questions if size == args.debian_docs else min(args.debian_questions, args.watch_questions)
+                counts = [q for q in args.scale_questions if q < args.debian_questions] or [args.debian_questions]
+                questions = (args.debian_questions if size == args.debian_docs else
+                             max(counts) if size in scale_sizes else min(args.debian_questions, args.watch_questions))
                 _log(f"building and loading the Debian set: {size} documents, {questions} questions")
                 corpus = build_debian(docs=size, questions=questions, dimension=args.dimension)
                 seconds, documents = timed(lambda: load_dataset(db, corpus.articles, corpus.questions,
@@ -826,7 +842,16 @@ def main(argv: list[str] | None = None) -> int:
                     print(f"The full evaluation as `surreal-eval evaluate --fresh` runs it (k 1,3,5,10, default retrievers,"
                           f" depth 10): {fresh_seconds:.1f} s for {result.questions} questions on {documents:,} documents"
                           f" (target < 30 s); repeated with every candidate list reused: {reused_seconds:.1f} s.\n", flush=True)
+                    if size in scale_sizes:  # the main point is H and F above; the smaller counts on the same corpus
+                        scale += [ScalePoint(documents, result.questions, result.timings["F"].seconds, result.timings["H"].seconds)]
+                        scale += measure_scale(db, documents, [q for q in counts if q < result.questions], config, _log)
+                        save()
                     analyzer_table(db, "Debian", documents)
+                elif size in scale_sizes:
+                    scale += measure_scale(db, documents, counts, config, _log)
+                    save()
+                    if size not in args.watch_docs:
+                        continue
                 if len(question_ids(db)) > args.watch_questions:
                     keep_questions(db, subset(question_ids(db), args.watch_questions))
                 watched.append(measure_watch(db, "Debian", documents, seconds))
@@ -843,11 +868,11 @@ def main(argv: list[str] | None = None) -> int:
             result = measure_dataset(db, "synthetic", documents, config, _log)
             result.notes.append(f"generated (seed {args.seed}, {args.dimension}-d) and loaded with surreal_eval.load.bulk.load_dataset in {seconds:.0f} s")
             report(result)
-            if not args.no_scale:
+            if not args.no_scale and args.scale_on == "synthetic":
                 scale += [ScalePoint(documents, result.questions, result.timings["F"].seconds, result.timings["H"].seconds)]
                 scale += measure_scale(db, documents, [q for q in args.scale_questions if q < result.questions], config, _log)
                 save()
-        if not args.no_scale:
+        if not args.no_scale and args.scale_on == "synthetic":
             for size in [d for d in args.scale_docs if d != args.docs]:
                 with connect(Settings(url="mem://")) as db:
                     _log(f"scale: generating and loading {size} documents")
@@ -856,7 +881,7 @@ def main(argv: list[str] | None = None) -> int:
                     scale += measure_scale(db, size, counts, config, _log)
                     save()
     if scale:
-        print("### How the cost grows (synthetic, F and H)\n")
+        print(f"### How the cost grows ({'the Debian set' if args.scale_on == 'debian' else 'synthetic'}, F and H)\n")
         print(format_scale(scale))
     if not args.breakdown and (results or analyzers):
         print("\n" + format_ratios(results, analyzers), flush=True)

@@ -70,6 +70,14 @@ def test_the_scale_table_states_a_trend():
     assert text.count("\n| ") == 6 and "Trend: H per question grows 4.0x from 100 to 400 documents" in text
 
 
+def test_with_no_option_it_measures_what_the_readme_reports():
+    args = cost_floor.parse_args([])
+    assert args.datasets == {"cisi", "debian"} and args.depth == 10 and args.analyzer_questions == 100
+    assert args.scale_on == "debian" and args.scale_docs == [5000, 10000, 20000] and args.watch_docs == [2000]
+    assert cost_floor.parse_args(["--dataset", "synthetic"]).scale_docs == [5000, 10000, 20000]
+    assert cost_floor.parse_args(["--dataset", "synthetic", "--docs", "8000"]).scale_on == "synthetic"
+
+
 def test_the_debian_set_is_deterministic_and_its_questions_are_drawn_from_their_labels():
     import debian_corpus
 
