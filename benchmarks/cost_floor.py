@@ -5,7 +5,7 @@
 With no option it measures what the README reports, in one run of about 45 minutes: CISI and the
 Debian set at depth 10 (the depth an evaluation uses by default), every ratio, the analyzer table
 (on 100 Debian questions), the scale table (Debian, 5,000 to 20,000 documents) and the watched
-ingest. `--dataset synthetic` adds the synthetic set (pseudo-words; the previous release's scale table).
+ingest. `--dataset all` adds the synthetic set (pseudo-words), `--dataset synthetic` measures it alone.
 
 Everything is measured in this one process, one after the other, on the same data in one embedded
 database (mem://) per dataset, loaded with the project's ingest:
@@ -34,7 +34,9 @@ F and H on it and the evaluation as the CLI runs it; the watched ingest's cost (
 2,000 and 20,000 documents; how the cost grows with documents and questions (the scale table, on
 the Debian set; on the synthetic set when only it is measured); and every ratio of the run side by side.
 
-Peak memory of the H run: the process's resident set sampled every 10 ms during the call, its
+F, H and R are measured in turn (F, H, R, F, H, R, ...) `--rounds` times, 3 by default, and their
+medians reported and divided. Peak memory is that of one more H run after them (not timed: tracemalloc
+slows Python down): the process's resident set sampled every 10 ms during the call, its
 ru_maxrss (the process's peak so far, loading included) and tracemalloc's peak of Python
 allocations during the call. `--json FILE` also writes every number.
 """
@@ -88,8 +90,9 @@ EVAL_BATCH = getattr(_evaluation, "BATCH", 1_000_000)
 FLOORS = [1.0, 2.0, 3.0, 4.0, 5.0]
 #: hybrid_floor's own floor (the harness default)
 FLOOR = 3.0
-#: F is measured before and after H (their mean reported) up to this many questions, once above
-FLOOR_TWICE_UP_TO = 300
+#: F, H and R are each measured this many times, in turn (F, H, R, F, H, R, ...), and their medians
+#: reported (`--rounds`): on this 2-core machine one H on CISI measured anywhere from 6.2 to 7.8 s
+ROUNDS = 3
 #: stored rankings scored by S
 SCORED_RANKINGS = 1000
 #: length of the rankings S scores (an untimed depth-100 hybrid run supplies them when H is shallower)
@@ -498,35 +501,38 @@ class Config:
     client_questions: int = 100
     scored: int = SCORED_RANKINGS
     concurrency: tuple[int, str] = (1, "")
+    rounds: int = 1
 
 
 def measure_dataset(db: Database, name: str, documents: int, config: Config, log: Callable[[str], None],
                     *, full_only: bool = False) -> Result:
-    """All six rows on the data loaded in `db` (its whole golden set), in the order F, H, F again, R, N, C, S
-    (with `full_only`, F, H and R alone)."""
+    """All six rows on the data loaded in `db` (its whole golden set): F, H and R in turn, `config.rounds`
+    times (their medians reported), then H once more with its memory watched, then N, C and S (with
+    `full_only`, F, H and R alone)."""
     define_bench_functions(db)
     ids = question_ids(db)
     n = len(ids)
     result = Result(name, documents, n, config.depth, f"{config.concurrency[0]} ({config.concurrency[1]})")
-    log(f"{name}: F (floor) on {n} questions")
-    first = measure_floor(db, ids, config.depth, config.concurrency[0])
-    log(f"{name}: H (full evaluation)")
+    rounds: dict[str, list[Timing]] = {"F": [], "H": [], "R": []}
+    for i in range(config.rounds):
+        log(f"{name}: round {i + 1} of {config.rounds}: F (floor), H (full evaluation), R (a second evaluation,"
+            f" other fusion parameters and k) on {n} questions")
+        rounds["F"].append(measure_floor(db, ids, config.depth, config.concurrency[0]))
+        full, report = measure_full(db, n, config.depth, config.concurrency, f"cost_floor {name}")
+        rounds["H"].append(full)
+        rounds["R"].append(measure_reuse(db, n, config.depth, config.concurrency))
+    for key, timings in rounds.items():
+        seconds = [t.seconds for t in timings]
+        how = (f"median of {len(seconds)} runs, in turn with the other two rows: {', '.join(f'{x:.2f}' for x in seconds)} s"
+               if len(seconds) > 1 else "one run")
+        result.timings[key] = Timing(statistics.median(seconds), n, note=how + ("; " + timings[-1].note if timings[-1].note else ""))
+    # the memory of one more H, watched (tracemalloc slows Python down: not one of the timed runs)
     memory: list[Memory] = []
-    full, report = measure_full(db, n, config.depth, config.concurrency, f"cost_floor {name}", memory)
-    result.timings["H"] = full
+    watched, _ = measure_full(db, n, config.depth, config.concurrency, f"cost_floor {name}, memory", memory)
     result.memory = memory[0]
-    if n <= FLOOR_TWICE_UP_TO:
-        log(f"{name}: F again")
-        second = measure_floor(db, ids, config.depth, config.concurrency[0])
-        result.timings["F"] = Timing((first.seconds + second.seconds) / 2, n,
-                                     note=f"mean of a run before H ({first.seconds:.1f} s) and after ({second.seconds:.1f} s)")
-    else:
-        result.timings["F"] = Timing(first.seconds, n, note="one run, before H")
-    log(f"{name}: R (a second evaluation, other fusion parameters and k)")
-    result.timings["R"] = measure_reuse(db, n, config.depth, config.concurrency)
     fingerprints, _ = timed(lambda: db.value("RETURN [fn::corpus_fingerprint('article'), fn::golden_fingerprint()]"))
-    result.timings["H"].note = (f"incl. fingerprints of corpus and golden set ({fingerprints:.1f} s) and bootstrap intervals;"
-                                f" written to history as {report.run}")
+    result.timings["H"].note += (f"; incl. fingerprints of corpus and golden set ({fingerprints:.1f} s) and bootstrap intervals;"
+                                 f" the last written to history as {report.run}; one more, its memory watched, {watched.seconds:.2f} s")
     if full_only:
         return result
     naive_ids = subset(ids, config.naive_questions)
@@ -605,7 +611,7 @@ def format_result(result: Result) -> str:
         lines.append(f"| {name} | {value:.2f} | {op} {bound:g} | {'PASS' if ok else 'MISS'} |")
     if result.memory:
         m = result.memory
-        lines += ["", (f"Peak memory of the H run: resident set {m.rss_before_mb:,.0f} MB before, {m.rss_peak_mb:,.0f} MB peak"
+        lines += ["", (f"Peak memory of one more H run, after the timed ones: resident set {m.rss_before_mb:,.0f} MB before, {m.rss_peak_mb:,.0f} MB peak"
                   f" during the call (+{m.rss_peak_mb - m.rss_before_mb:,.0f} MB); ru_maxrss {m.ru_maxrss_mb:,.0f} MB"
                   f" (the process's peak so far, loading included); Python allocations (tracemalloc) peak {m.python_peak_mb:,.1f} MB.")]
     lines += [f"- {note}" for note in result.notes]
@@ -712,6 +718,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--depth", type=int, default=10,
                         help="retrieval depth of F, H and C (default 10: the deepest k, the depth an evaluation uses by default)")
+    parser.add_argument("--rounds", type=int,
+                        help=f"F, H and R are measured this many times, in turn, and their medians reported (default {ROUNDS};"
+                             " 1 with --quick)")
     parser.add_argument("--naive-questions", type=int, help="questions N is timed on, then scaled (default 2)")
     parser.add_argument("--client-questions", type=int, help="questions C is timed on, then scaled (default 20)")
     parser.add_argument("--scale-docs", help="corpus sizes of the scale table (default 5000,10000 and the set's size: --debian-docs,"
@@ -733,12 +742,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         args.naive_questions = args.naive_questions or 1
         args.client_questions = args.client_questions or 10
         args.cisi_questions = 20
-        args.scale_docs = args.scale_docs or "500,1000,2000"
+        args.scale_docs = args.scale_docs or "2000"
         args.scale_questions = args.scale_questions or "25,50"
         args.debian_docs, args.debian_questions, args.watch_docs = 2_000, 50, []
-        args.scale_docs = "2000"
+        args.rounds = args.rounds or 1
     else:
         args.cisi_questions = None
+    args.rounds = args.rounds or ROUNDS
     args.naive_questions = args.naive_questions or 2
     args.client_questions = args.client_questions or 20
     # the scale table is measured on the large set of real text when it runs, else on the synthetic set
@@ -753,7 +763,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     concurrency = detect_concurrency()
     config = Config(depth=args.depth, naive_questions=args.naive_questions, client_questions=args.client_questions,
-                    concurrency=concurrency)
+                    concurrency=concurrency, rounds=args.rounds)
     results: list[Result] = []
     scale: list[ScalePoint] = []
     started = time.perf_counter()
