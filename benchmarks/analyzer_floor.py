@@ -2,7 +2,7 @@
 
 Used by cost_floor.py (the "Analyzers" table). For each analyzer, on the database's `article`
 table: its BM25 index is defined again with that analyzer (timed: the index build), then each
-question's BM25 candidate list alone (fn::bm25_candidates at the depth) and the whole floor (BM25
+question's BM25 candidate list alone (fn::seval::bm25_candidates at the depth) and the whole floor (BM25
 and KNN, fn::bench_floor) are timed, the analyzers alternating `repeats` times (the mean is kept:
 the order cannot favour one), and one `bm25` evaluation at k = 10 gives nDCG@10 and recall@10.
 The index ends with the analyzer it had.
@@ -21,8 +21,8 @@ from surreal_eval.store.schema import statement
 
 __all__ = ["ANALYZERS", "AnalyzerRow", "floor_ratio", "format_analyzers", "measure_analyzers"]
 
-ANALYZERS = ("english", "english_stop")
-_INDEX = "DEFINE INDEX OVERWRITE article_content ON article FIELDS content FULLTEXT ANALYZER {{analyzer}} BM25;"
+ANALYZERS = ("english", "seval_english_stop")
+_INDEX = "DEFINE INDEX OVERWRITE seval_article_content ON seval_article FIELDS content FULLTEXT ANALYZER {{analyzer}} BM25;"
 
 
 @dataclass
@@ -57,8 +57,8 @@ def measure_analyzers(db: Database, ids: list[Any], depth: int, run_many: Callab
     def calls(sql: str) -> list:
         return [(sql, {"ids": b, "depth": depth}) for b in batches(ids)]
 
-    bm25 = calls("RETURN math::sum((SELECT text FROM $ids).map(|$q| array::len(fn::bm25_candidates('article', $q.text, $depth))))")
-    floor = calls("RETURN fn::bench_floor('article', $ids, $depth)")
+    bm25 = calls("RETURN math::sum((SELECT text FROM $ids).map(|$q| array::len(fn::seval::bm25_candidates('seval_article', $q.text, $depth))))")
+    floor = calls("RETURN fn::bench_floor('seval_article', $ids, $depth)")
     for round_ in range(repeats):
         for analyzer in ANALYZERS if round_ % 2 == 0 else reversed(ANALYZERS):
             row = rows[analyzer]
@@ -90,5 +90,5 @@ def format_analyzers(name: str, documents: int, depth: int, rows: list[AnalyzerR
 
 
 def floor_ratio(rows: list[AnalyzerRow]) -> float:
-    """F under the last analyzer (english_stop) over F under the first (english)."""
+    """F under the last analyzer (seval_english_stop) over F under the first (english)."""
     return rows[-1].ms("floor") / rows[0].ms("floor")

@@ -9,7 +9,7 @@ store (the HNSW graph built by the bulk ingest). Then, one after the other, in t
   default + ANN      the same with ann_check (adds vector_exact and ann_recall@k)
   vector             `evaluate` of the vector retriever alone
   vector + ANN       the same with ann_check
-  engine checks      fn::engine_checks alone (the BM25 and vector checks fn::start_run makes, asked afresh)
+  engine checks      fn::seval::engine_checks alone (the BM25 and vector checks fn::seval::start_run makes, asked afresh)
 
 Each is timed --repeats times, the rows interleaved round by round (the median and every time are
 printed, wall seconds, k = 1, 5, 10, intervals included). The ann_recall@k of the last ANN run is printed too.
@@ -51,8 +51,8 @@ def main() -> None:
         ("vector", lambda: evaluate(db, ks=ks, retrievers=["vector"])),
         ("vector + ANN", lambda: evaluate(db, ks=ks, retrievers=["vector"], params={"ann_check": True})),
         ("engine checks", lambda: db.value(
-            "LET $p = fn::run_params([10], {}); RETURN fn::engine_checks(['bm25', 'vector'], $p, "
-            "(SELECT count() AS n FROM article GROUP ALL)[0].n, fn::golden_question_ids(NONE), NONE)")),
+            "LET $p = fn::seval::run_params([10], {}); RETURN fn::seval::engine_checks(['bm25', 'vector'], $p, "
+            "(SELECT count() AS n FROM seval_article GROUP ALL)[0].n, fn::seval::golden_question_ids(NONE), NONE)")),
     ]
     times: dict[str, list[float]] = {name: [] for name, _ in rows}
     for _ in range(args.repeats):  # interleaved, so a change of load on the machine hits every row alike

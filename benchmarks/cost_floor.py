@@ -11,7 +11,7 @@ Everything is measured in this one process, one after the other, on the same dat
 database (mem://) per dataset, loaded with the project's ingest:
 
   F  the floor: each question's BM25 query and KNN query alone, at the run's depth
-     (fn::bm25_candidates and fn::vec_candidates, looped in one SurrealQL call), nothing else
+     (fn::seval::bm25_candidates and fn::seval::vec_candidates, looped in one SurrealQL call), nothing else
   H  a full evaluation: surreal_eval.evaluate(db, ks=[1,3,5,10], retrievers=the registry's defaults
      (bm25, vector, hybrid, hybrid_floor), params={floors: five floors, depth}): every metric at every k, the floor sweep,
      rankings and per-question results written to history, means with bootstrap intervals
@@ -19,11 +19,11 @@ database (mem://) per dataset, loaded with the project's ingest:
      weights, ks 1,5,10 at H's depth): every candidate list read from H's (surql/candidate_cache.surql)
   N  the lesson's approach: fn::bench_naive_evaluate($k) (benchmarks/bench.surql), once per k,
      re-running every retriever (and every floor of the sweep) for every metric through the
-     harness's fn::candidates, fn::fused and fn::metric_* functions; timed on a stated subset of questions
+     harness's fn::seval::candidates, fn::seval::fused and fn::seval::metric_* functions; timed on a stated subset of questions
      and scaled linearly to all of them when the full set would take too long
-  C  a client-side harness: one SDK call per question per retriever (fn::retrieve, each floor of
+  C  a client-side harness: one SDK call per question per retriever (fn::seval::retrieve, each floor of
      the sweep a retriever too), metrics by ranx in Python (after a warm-up of ranx's JIT)
-  S  scoring alone: every metric at every k computed in the database (fn::metrics in a loop,
+  S  scoring alone: every metric at every k computed in the database (fn::seval::metrics in a loop,
      fn::bench_score) from 1,000 stored rankings of 100 results, beside pytrec-eval-terrier
      scoring the same rankings (P, recall, ndcg_cut, map_cut at the same k, recip_rank, Rprec);
      each side is timed 5 times, alternately, and the medians compared
@@ -226,12 +226,12 @@ def define_bench_functions(db: Database) -> None:
 
 
 def scores_in_one_pass(db: Database) -> bool:
-    """Whether the harness scores every k of a ranking in one pass (fn::standard_scores on a label profile), as runs then do."""
-    return "standard_scores" in db.value("INFO FOR DB")["functions"]
+    """Whether the harness scores every k of a ranking in one pass (fn::seval::standard_scores on a label profile), as runs then do."""
+    return "seval::standard_scores" in db.value("INFO FOR DB")["functions"]
 
 
 def question_ids(db: Database) -> list[Any]:
-    return db.value("SELECT VALUE id FROM question ORDER BY id")
+    return db.value("SELECT VALUE id FROM seval_question ORDER BY id")
 
 
 def subset(ids: list[Any], n: int) -> list[Any]:
@@ -257,7 +257,7 @@ def run_many(db: Database, calls: list[tuple[str, dict[str, Any]]], concurrency:
 def measure_floor(db: Database, ids: list[Any], depth: int, concurrency: int = 1) -> Timing:
     """F: every question's BM25 and KNN candidate lists at `depth`, nothing else, in batches of the
     evaluation's size with the evaluation's concurrency."""
-    calls = [("RETURN fn::bench_floor('article', $ids, $depth)", {"ids": batch, "depth": depth})
+    calls = [("RETURN fn::bench_floor('seval_article', $ids, $depth)", {"ids": batch, "depth": depth})
              for batch in batches(ids, EVAL_BATCH)]
     seconds, _ = timed(lambda: run_many(db, calls, concurrency))
     return Timing(seconds, len(ids))
@@ -341,7 +341,7 @@ def measure_client(db: Database, ids: list[Any], questions: int, depth: int, con
     from ranx import Qrels, Run
     from ranx import evaluate as ranx_evaluate
 
-    sql = "RETURN fn::retrieve($name, $text, $vector, $k, { floor: $floor })"
+    sql = "RETURN fn::seval::retrieve($name, $text, $vector, $k, { floor: $floor })"
     standard = standard_retrievers(db)
     configs: list[tuple[str, str, dict[str, Any]]] = [(r.name, sql, {"name": r.name, "floor": FLOOR}) for r in standard] + [
         (f"{r.sweep}@{f:g}", sql, {"name": r.name, "floor": f}) for r in standard if r.sweep for f in FLOORS]
@@ -372,8 +372,8 @@ def store_rankings(db: Database, run: str, count: int, depth: int = SCORED_DEPTH
                        label="cost_floor S rankings").run
         source = f"an untimed hybrid run at depth {SCORED_DEPTH}"
     rows = db.value(
-        "SELECT question, ranked, relevant, grades FROM eval_ranking WHERE run = $run AND retriever = 'hybrid' ORDER BY question",
-        {"run": to_record(run, "eval_run")})
+        "SELECT question, ranked, relevant, grades FROM seval_ranking WHERE run = $run AND retriever = 'hybrid' ORDER BY question",
+        {"run": to_record(run, "seval_run")})
     copies = [{**rows[i % len(rows)], "copy": i // len(rows)} for i in range(count)]
     db.query("REMOVE TABLE IF EXISTS bench_ranking; DEFINE TABLE bench_ranking SCHEMALESS;")
     for start in range(0, count, 250):
@@ -387,10 +387,10 @@ def store_rankings(db: Database, run: str, count: int, depth: int = SCORED_DEPTH
 
 def measure_scoring(db: Database, count: int, concurrency: int = 1) -> tuple[Timing, Timing, float, float, float]:
     """S: every metric at every k over the stored rankings in the database, as runs score them
-    (fn::label_profile then fn::standard_scores when the harness has them, else fn::metrics per k), in batches with the evaluation's
+    (fn::seval::label_profile then fn::seval::standard_scores when the harness has them, else fn::seval::metrics per k), in batches with the evaluation's
     concurrency, and pytrec-eval on the same rankings; returns both timings, the database's time in
     one sequential statement, the largest difference between their means, and the time of the same
-    scoring by fn::metrics once per k. S and pytrec-eval are the medians of SCORING_REPEATS timings each, taken alternately."""
+    scoring by fn::seval::metrics once per k. S and pytrec-eval are the medians of SCORING_REPEATS timings each, taken alternately."""
     import pytrec_eval
 
     rows = db.value("SELECT id, ranked, relevant, grades FROM bench_ranking ORDER BY id")
@@ -440,7 +440,7 @@ def measure_breakdown(db: Database, depth: int, concurrency: tuple[int, str], lo
     define_bench_functions(db)
     ids = question_ids(db)
     c = concurrency[0]
-    params = db.value("RETURN fn::run_params($ks, $given)", {"ks": KS, "given": {"floors": FLOORS, "depth": depth}})
+    params = db.value("RETURN fn::seval::run_params($ks, $given)", {"ks": KS, "given": {"floors": FLOORS, "depth": depth}})
     stages: list[tuple[str, float]] = []
 
     def stage(name: str, fn: Callable[[], Any]) -> None:
@@ -450,12 +450,12 @@ def measure_breakdown(db: Database, depth: int, concurrency: tuple[int, str], lo
     def many(sql: str, extra: dict[str, Any]) -> Callable[[], Any]:
         return lambda: run_many(db, [(sql, {"ids": b, **extra}) for b in batches(ids, EVAL_BATCH)], c)
 
-    stage("F: BM25 and KNN candidate lists", many("RETURN fn::bench_floor('article', $ids, $depth)", {"depth": depth}))
+    stage("F: BM25 and KNN candidate lists", many("RETURN fn::bench_floor('seval_article', $ids, $depth)", {"depth": depth}))
     names = standard_names(db)
-    stage(f"+ the fusions (fn::question_rankings: {len(names)} retrievers + {len(FLOORS)} sweep floors)",
+    stage(f"+ the fusions (fn::seval::question_rankings: {len(names)} retrievers + {len(FLOORS)} sweep floors)",
           many("RETURN fn::bench_rankings($ids, $p, $names)", {"p": params, "names": names}))
     at = scores_in_one_pass(db)
-    stage(f"+ every metric at every k ({'fn::scores_at' if at else 'fn::metrics per k'}), nothing written",
+    stage(f"+ every metric at every k ({'fn::seval::scores_at' if at else 'fn::seval::metrics per k'}), nothing written",
           many("RETURN fn::bench_rankings_scored($ids, $p, $names, $ks, $at)", {"p": params, "names": names, "ks": KS, "at": at}))
     kwargs = {"concurrency": c} if "concurrency" in inspect.signature(evaluate).parameters else {}
     kwargs.update(_fresh())
@@ -491,7 +491,7 @@ def load_synthetic(db: Database, docs: int, questions: int, dimension: int, seed
 
 def keep_questions(db: Database, ids: list[Any]) -> None:
     """Delete every question not in `ids` (to evaluate fewer questions on the same corpus)."""
-    db.query("DELETE question WHERE id NOTINSIDE $ids", {"ids": ids})
+    db.query("DELETE seval_question WHERE id NOTINSIDE $ids", {"ids": ids})
 
 
 @dataclass
@@ -530,7 +530,7 @@ def measure_dataset(db: Database, name: str, documents: int, config: Config, log
     memory: list[Memory] = []
     watched, _ = measure_full(db, n, config.depth, config.concurrency, f"cost_floor {name}, memory", memory)
     result.memory = memory[0]
-    fingerprints, _ = timed(lambda: db.value("RETURN [fn::corpus_fingerprint('article'), fn::golden_fingerprint()]"))
+    fingerprints, _ = timed(lambda: db.value("RETURN [fn::seval::corpus_fingerprint('seval_article'), fn::seval::golden_fingerprint()]"))
     result.timings["H"].note += (f"; incl. fingerprints of corpus and golden set ({fingerprints:.1f} s) and bootstrap intervals;"
                                  f" the last written to history as {report.run}; one more, its memory watched, {watched.seconds:.2f} s")
     if full_only:
@@ -546,9 +546,9 @@ def measure_dataset(db: Database, name: str, documents: int, config: Config, log
     log(f"{name}: S (scoring alone)")
     where = store_rankings(db, report.run, config.scored, config.depth)
     scoring, reference, sequential, difference, per_k = measure_scoring(db, config.scored, config.concurrency[0])
-    how = "fn::label_profile and fn::standard_scores, one pass per ranking" if scores_in_one_pass(db) else "fn::metrics once per k"
+    how = "fn::seval::label_profile and fn::seval::standard_scores, one pass per ranking" if scores_in_one_pass(db) else "fn::seval::metrics once per k"
     scoring.note = (f"{where}; {len(METRICS)} metrics x {len(KS)} k by {how} ({sequential:.2f} s in one sequential"
-                    f" statement; fn::metrics once per k: {per_k:.2f} s); means agree with pytrec-eval to {difference:.1e}")
+                    f" statement; fn::seval::metrics once per k: {per_k:.2f} s); means agree with pytrec-eval to {difference:.1e}")
     result.timings["S"] = scoring
     result.timings["pytrec"] = reference
     return result
@@ -591,7 +591,7 @@ def format_result(result: Result) -> str:
         "|---|---|---:|---:|---|",
     ]
     rows = [
-        ("F", "floor: BM25 + KNN candidates per question (fn::bm25_candidates, fn::vec_candidates)"),
+        ("F", "floor: BM25 + KNN candidates per question (fn::seval::bm25_candidates, fn::seval::vec_candidates)"),
         ("H", "full evaluation: 4 retrievers x k 1,3,5,10 x 7 metrics + 5-floor sweep, to history"),
         ("R", "reuse: a second full evaluation, other fusion parameters and k"),
         ("N", "naive: fn::bench_naive_evaluate($k) per k, a retrieval per retriever per metric"),
@@ -660,7 +660,7 @@ def format_scale(points: list[ScalePoint]) -> str:
 
 
 def format_ratios(results: list[Result], analyzers: dict[str, Any]) -> str:
-    """Every ratio of this run side by side (issue 13): H/F, R/F and S/pytrec-eval per set, F(english_stop)/F(english)."""
+    """Every ratio of this run side by side (issue 13): H/F, R/F and S/pytrec-eval per set, F(seval_english_stop)/F(english)."""
     lines = ["### The ratios of this run, side by side", "", "| ratio | set | measured | target | |", "|---|---|---:|---:|---|"]
     for result in results:
         for name, (top, bottom, op, bound) in TARGETS.items():
@@ -781,12 +781,12 @@ def main(argv: list[str] | None = None) -> int:
         n = len(question_ids(db))
         print(format_breakdown(f"{name} ({documents:,} documents)", n, args.depth, measure_breakdown(db, args.depth, concurrency, _log)),
               flush=True)
-        run = db.value("SELECT VALUE id FROM eval_run WHERE finished_at != NONE AND params.depth = $d ORDER BY created_at DESC LIMIT 1",
+        run = db.value("SELECT VALUE id FROM seval_run WHERE finished_at != NONE AND params.depth = $d ORDER BY created_at DESC LIMIT 1",
                        {"d": args.depth})[0]
         where = store_rankings(db, record_str(run), SCORED_RANKINGS, args.depth)
         scoring, reference, sequential, difference, per_k = measure_scoring(db, SCORED_RANKINGS, concurrency[0])
         print(f"\nScoring alone ({where}): as runs score {scoring.seconds:.2f} s ({sequential:.2f} s in one statement),"
-              f" fn::metrics once per k {per_k:.2f} s, pytrec-eval-terrier {reference.seconds:.3f} s:"
+              f" fn::seval::metrics once per k {per_k:.2f} s, pytrec-eval-terrier {reference.seconds:.3f} s:"
               f" S/pytrec-eval {scoring.seconds / reference.seconds:.1f}, {per_k / reference.seconds:.1f} per k"
               f" (means agree to {difference:.1e}).\n", flush=True)
 

@@ -76,7 +76,7 @@ def naive(db: Database, docs: list[Article], args: argparse.Namespace, started: 
 
 def naive_graph(db: Database, docs: list[Article], args: argparse.Namespace, started: float) -> int:
     done = naive(db, docs, args, started)
-    db.query("REBUILD INDEX article_embedding ON article")
+    db.query("REBUILD INDEX seval_article_embedding ON seval_article")
     return done
 
 
@@ -84,7 +84,7 @@ def batched(db: Database, docs: list[Article], args: argparse.Namespace, started
     done = 0
     for start in range(0, len(docs), args.batch_size):
         rows = [{**row(d), "id": d.id} for d in docs[start : start + args.batch_size]]
-        db.query("INSERT INTO article $rows RETURN NONE", {"rows": rows})
+        db.query("INSERT INTO seval_article $rows RETURN NONE", {"rows": rows})
         done += len(rows)
         if time.perf_counter() - started > args.budget:
             break
@@ -92,7 +92,7 @@ def batched(db: Database, docs: list[Article], args: argparse.Namespace, started
 
 
 def single_insert(db: Database, docs: list[Article], args: argparse.Namespace, started: float) -> int:
-    db.query("INSERT INTO article $rows RETURN NONE", {"rows": [{**row(d), "id": d.id} for d in docs]})
+    db.query("INSERT INTO seval_article $rows RETURN NONE", {"rows": [{**row(d), "id": d.id} for d in docs]})
     return len(docs)
 
 
@@ -100,7 +100,7 @@ def knn_ms(db: Database, docs: list[Article]) -> float:
     vectors = [d.embedding for d in docs[:20]]
     started = time.perf_counter()
     for vector in vectors:
-        db.value("SELECT VALUE id FROM article WHERE embedding <|10,100|> $v", {"v": vector})
+        db.value("SELECT VALUE id FROM seval_article WHERE embedding <|10,100|> $v", {"v": vector})
     return (time.perf_counter() - started) / len(vectors) * 1000
 
 
@@ -144,7 +144,7 @@ def main() -> int:
                 started = time.perf_counter()
                 done = load(db, docs, args, started)
                 seconds = time.perf_counter() - started
-                graph = db.value("INFO FOR INDEX article_embedding ON article")["building"]["initial"] > 0
+                graph = db.value("INFO FOR INDEX seval_article_embedding ON seval_article")["building"]["initial"] > 0
                 results.append((name, done, seconds, graph, knn_ms(db, docs)))
             finally:
                 db.close()

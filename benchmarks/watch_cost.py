@@ -32,7 +32,7 @@ class WatchCost:
 
 def measure_watch(db: Database, dataset: str, documents: int, load_seconds: float) -> WatchCost:
     """Time one watched ingest of `documents` into article, and the same evaluation called directly."""
-    questions = db.value("RETURN count(SELECT id FROM question)")
+    questions = db.value("RETURN count(SELECT id FROM seval_question)")
     set_watch(db, ks=KS)
     try:
         started = time.perf_counter()

@@ -47,14 +47,14 @@ def snapshot(db: Database) -> dict:
 
 def reverse_embeddings(db) -> None:
     """Reverse the axes of every article embedding: a broken embedding model, same texts."""
-    db.query("FOR $a IN (SELECT id, embedding FROM article) { UPDATE $a.id SET embedding = array::reverse($a.embedding) };")
+    db.query("FOR $a IN (SELECT id, embedding FROM seval_article) { UPDATE $a.id SET embedding = array::reverse($a.embedding) };")
 
 
 def add_question(db, **extra) -> None:
     """One more golden question (a different golden set than the demo's)."""
     db.query(
-        "CREATE question:refund_status CONTENT object::extend({text: 'when will my refund arrive', "
-        "embedding: [0.1, 0.9, 0.1, 0.0], relevant: [article:refund_request]}, $extra)",
+        "CREATE seval_question:refund_status CONTENT object::extend({text: 'when will my refund arrive', "
+        "embedding: [0.1, 0.9, 0.1, 0.0], relevant: [seval_article:refund_request]}, $extra)",
         {"extra": extra},
     )
 

@@ -25,16 +25,16 @@ def store(tmp_path):
 
 
 def as_evaluator(url, password=PASSWORD):
-    return connect(Settings(url=url, access="evaluator", user="ci", password=password))
+    return connect(Settings(url=url, access="seval_evaluator", user="ci", password=password))
 
 
 def protected(db):
     """What an evaluator can see of the corpus and golden set."""
     return {
-        "articles": db.value("SELECT * FROM article ORDER BY id"),
-        "questions": db.value("SELECT * FROM question ORDER BY id"),
-        "unfinished loads": db.value("SELECT * FROM ingest_journal"),
-        "retrievers": db.value("SELECT * FROM retriever ORDER BY id"),
+        "articles": db.value("SELECT * FROM seval_article ORDER BY id"),
+        "questions": db.value("SELECT * FROM seval_question ORDER BY id"),
+        "unfinished loads": db.value("SELECT * FROM seval_ingest_journal"),
+        "retrievers": db.value("SELECT * FROM seval_retriever ORDER BY id"),
     }
 
 
@@ -51,27 +51,27 @@ def test_an_evaluator_can_evaluate_and_read_history(store):
 def test_an_evaluator_reads_the_registry_and_fn_evaluate_leaves_no_run(store):
     db = as_evaluator(store)
     try:
-        assert db.value("RETURN fn::default_retrievers()") == ["bm25", "vector", "hybrid", "hybrid_floor"]
-        got = db.value("RETURN fn::evaluate(3)")
+        assert db.value("RETURN fn::seval::default_retrievers()") == ["bm25", "vector", "hybrid", "hybrid_floor"]
+        got = db.value("RETURN fn::seval::evaluate(3)")
         assert {m["retriever"] for m in got["means"]} == {"bm25", "vector", "hybrid", "hybrid_floor"}
-        assert [db.value(f"RETURN count(SELECT id FROM {t})") for t in ("eval_run", "eval_ranking")] == [0, 0]
+        assert [db.value(f"RETURN count(SELECT id FROM {t})") for t in ("seval_run", "seval_ranking")] == [0, 0]
     finally:
         db.close()
 
 
 @pytest.mark.parametrize("statement", [
-    "UPDATE article:refund_request SET content = 'changed'",
-    "DELETE article:contact_support",
-    "CREATE article:new CONTENT { title: 'x', content: 'y', embedding: [1, 0, 0, 0] }",
-    "UPDATE question:money_back SET relevant = [article:track_order]",
-    "DELETE question:signin",
-    "CREATE question:new CONTENT { text: 'x', embedding: [1, 0, 0, 0], relevant: [article:track_order] }",
-    "UPDATE harness_config:current SET dimension = 8",
-    "DELETE eval_run",
-    "UPDATE retriever:hybrid SET params = { rrf_k: 1 }",
-    "DELETE retriever:bm25",
-    "CREATE retriever:mine CONTENT { position: 99, lists: ['bm25'], fusion: 'none' }",
-    "CREATE ingest_journal:article CONTENT { undo: '_undo_article', existed: true, corpus: true, position: 0, "
+    "UPDATE seval_article:refund_request SET content = 'changed'",
+    "DELETE seval_article:contact_support",
+    "CREATE seval_article:new CONTENT { title: 'x', content: 'y', embedding: [1, 0, 0, 0] }",
+    "UPDATE seval_question:money_back SET relevant = [seval_article:track_order]",
+    "DELETE seval_question:signin",
+    "CREATE seval_question:new CONTENT { text: 'x', embedding: [1, 0, 0, 0], relevant: [seval_article:track_order] }",
+    "UPDATE seval_config:current SET dimension = 8",
+    "DELETE seval_run",
+    "UPDATE seval_retriever:hybrid SET params = { rrf_k: 1 }",
+    "DELETE seval_retriever:bm25",
+    "CREATE seval_retriever:mine CONTENT { position: 99, lists: ['bm25'], fusion: 'none' }",
+    "CREATE seval_ingest_journal:article CONTENT { undo: 'seval_undo_seval_article', existed: true, corpus: true, position: 0, "
     "state: 'moving', started: time::now(), updated: time::now() }",
 ])
 def test_an_evaluator_cannot_change_the_corpus_golden_set_or_history(store, statement):
@@ -91,8 +91,8 @@ def test_an_evaluator_cannot_change_the_corpus_golden_set_or_history(store, stat
 
 
 @pytest.mark.parametrize("call", [
-    "fn::move_staged('_ingest_article', 'article', '_undo_article', [])",
-    "fn::undo_moved('article', 'corpus_table', 0)",
+    "fn::seval::move_staged('seval_stage_seval_article', 'seval_article', 'seval_undo_seval_article', [])",
+    "fn::seval::undo_moved('seval_article', 'seval_corpus', 0)",
 ])
 def test_only_a_system_user_may_call_the_load_functions(store, call):
     owner = connect(Settings(url=store))
@@ -109,9 +109,9 @@ def test_only_a_system_user_may_call_the_load_functions(store, call):
 
 
 @pytest.mark.parametrize("statement", [
-    "REMOVE TABLE article",
-    "DEFINE TABLE OVERWRITE question SCHEMALESS",
-    "RETURN fn::grant_evaluator('mallory', 'long enough password')",
+    "REMOVE TABLE seval_article",
+    "DEFINE TABLE OVERWRITE seval_question SCHEMALESS",
+    "RETURN fn::seval::grant_evaluator('mallory', 'long enough password')",
     "DEFINE USER mallory ON DATABASE PASSWORD 'x' ROLES OWNER",
 ])
 def test_an_evaluator_cannot_change_the_schema_or_grant_accounts(store, statement):
@@ -119,13 +119,13 @@ def test_an_evaluator_cannot_change_the_schema_or_grant_accounts(store, statemen
     try:
         with pytest.raises(Exception):
             db.query(statement)
-        assert db.value("SELECT * FROM evaluator") == []  # cannot even read the accounts
+        assert db.value("SELECT * FROM seval_evaluator") == []  # cannot even read the accounts
     finally:
         db.close()
     owner = connect(Settings(url=store))
     try:
-        assert owner.value("SELECT VALUE name FROM evaluator") == ["ci"]
-        assert "article" in owner.value("INFO FOR DB")["tables"]
+        assert owner.value("SELECT VALUE name FROM seval_evaluator") == ["ci"]
+        assert "seval_article" in owner.value("INFO FOR DB")["tables"]
     finally:
         owner.close()
 
@@ -138,7 +138,7 @@ def test_a_wrong_evaluator_password_is_refused(store):
 def test_the_password_is_stored_hashed(store):
     owner = connect(Settings(url=store))
     try:
-        stored = owner.value("SELECT VALUE pass FROM evaluator:ci")[0]
+        stored = owner.value("SELECT VALUE pass FROM seval_evaluator:ci")[0]
         assert stored.startswith("$argon2") and PASSWORD not in stored
     finally:
         owner.close()
@@ -156,89 +156,89 @@ def test_an_evaluator_on_a_server_evaluates_but_cannot_delete_articles():
     import_seed(owner)
     grant_evaluator(owner, "ci", PASSWORD)
     owner.close()
-    db = connect(Settings(**base, access="evaluator", user="ci", password=PASSWORD))
+    db = connect(Settings(**base, access="seval_evaluator", user="ci", password=PASSWORD))
     try:
         evaluate(db, ks=[1])
-        db.query("DELETE article:contact_support")
-        assert db.value("RETURN record::exists(article:contact_support)") is True
+        db.query("DELETE seval_article:contact_support")
+        assert db.value("RETURN record::exists(seval_article:contact_support)") is True
     finally:
         db.close()
 
 
-FINISHED = "(SELECT VALUE id FROM eval_run WHERE finished_at != NONE LIMIT 1)[0]"
+FINISHED = "(SELECT VALUE id FROM seval_run WHERE finished_at != NONE LIMIT 1)[0]"
 RUN_CONTENT = "questions: 1, ks: [1], retrievers: ['bm25'], params: {}"
 #: What an evaluator tried in issue 16, and its variants on every harness table: each must change nothing.
 ATTACKS = [
     # rewriting history: un-finish then delete, edit a finished run, forge a finished one
-    "UPDATE eval_run SET finished_at = NONE WHERE finished_at != NONE RETURN NONE; "
-    "DELETE eval_ranking; DELETE eval_run",
-    "UPDATE eval_run SET finished_at = NONE",
-    "UPDATE eval_run MERGE { finished_at: NONE }",
-    "UPDATE eval_run SET label = 'forged', means = []",
+    "UPDATE seval_run SET finished_at = NONE WHERE finished_at != NONE RETURN NONE; "
+    "DELETE seval_ranking; DELETE seval_run",
+    "UPDATE seval_run SET finished_at = NONE",
+    "UPDATE seval_run MERGE { finished_at: NONE }",
+    "UPDATE seval_run SET label = 'forged', means = []",
     f"UPDATE {FINISHED} SET label = 'forged'",
-    "UPDATE eval_run SET created_by = NONE",
-    f"UPDATE eval_run CONTENT {{ {RUN_CONTENT} }}",
-    "UPSERT eval_run SET label = 'forged'",
-    "DELETE eval_run",
-    "DELETE eval_ranking",
-    f"CREATE eval_run:fake CONTENT {{ {RUN_CONTENT}, finished_at: time::now() }}",
-    f"INSERT INTO eval_run {{ id: eval_run:fake, {RUN_CONTENT}, finished_at: time::now() }}",
-    f"UPSERT eval_run:fake CONTENT {{ {RUN_CONTENT}, finished_at: time::now() }}",
-    f"BEGIN; CREATE eval_run:fake CONTENT {{ {RUN_CONTENT} }}; "
-    "UPDATE eval_run:fake SET finished_at = time::now(), means = [{ retriever: 'bm25', k: 1, recall: 1.0 }]; COMMIT",
-    f"BEGIN; CREATE eval_run:fake CONTENT {{ {RUN_CONTENT} }}; UPDATE eval_run:fake SET finished_at = time::now(); COMMIT",
-    f"BEGIN; CREATE eval_run:fake CONTENT {{ {RUN_CONTENT} }}; UPDATE eval_run:fake SET finished_at = time::now(), "
+    "UPDATE seval_run SET created_by = NONE",
+    f"UPDATE seval_run CONTENT {{ {RUN_CONTENT} }}",
+    "UPSERT seval_run SET label = 'forged'",
+    "DELETE seval_run",
+    "DELETE seval_ranking",
+    f"CREATE seval_run:fake CONTENT {{ {RUN_CONTENT}, finished_at: time::now() }}",
+    f"INSERT INTO seval_run {{ id: seval_run:fake, {RUN_CONTENT}, finished_at: time::now() }}",
+    f"UPSERT seval_run:fake CONTENT {{ {RUN_CONTENT}, finished_at: time::now() }}",
+    f"BEGIN; CREATE seval_run:fake CONTENT {{ {RUN_CONTENT} }}; "
+    "UPDATE seval_run:fake SET finished_at = time::now(), means = [{ retriever: 'bm25', k: 1, recall: 1.0 }]; COMMIT",
+    f"BEGIN; CREATE seval_run:fake CONTENT {{ {RUN_CONTENT} }}; UPDATE seval_run:fake SET finished_at = time::now(); COMMIT",
+    f"BEGIN; CREATE seval_run:fake CONTENT {{ {RUN_CONTENT} }}; UPDATE seval_run:fake SET finished_at = time::now(), "
     "questions = 0; COMMIT",
     # extra results and rankings for a finished run, and edits to the stored ones
-    "INSERT INTO eval_ranking (SELECT * OMIT id FROM eval_ranking)",
-    f"CREATE eval_ranking CONTENT {{ run: {FINISHED}, question: question:signin, retriever: 'bm25', ranked: [], "
+    "INSERT INTO seval_ranking (SELECT * OMIT id FROM seval_ranking)",
+    f"CREATE seval_ranking CONTENT {{ run: {FINISHED}, question: seval_question:signin, retriever: 'bm25', ranked: [], "
     "scores: [], relevant: [], grades: [] }",
-    "UPDATE eval_ranking SET results = []",
-    "UPDATE eval_ranking SET results[0].metrics.recall = 1.0",
-    "UPDATE eval_ranking SET ranked = []",
+    "UPDATE seval_ranking SET results = []",
+    "UPDATE seval_ranking SET results[0].metrics.recall = 1.0",
+    "UPDATE seval_ranking SET ranked = []",
     # the other harness tables
-    "UPDATE harness_script SET checksum = 'forged'",
-    "DELETE harness_script",
-    "CREATE harness_script:forged SET checksum = 'x', applied_at = time::now()",
-    "UPSERT eval_watch:current CONTENT { ks: [1], retrievers: ['bm25'] }",
-    "CREATE ingest SET corpus = 'article', documents = 1",
-    "DELETE ingest",
-    "UPDATE harness_config:current SET dimension = 8",
-    "DELETE harness_config",
-    "CREATE corpus_table:forged SET x = 1",
-    "DELETE corpus_table",
-    "DELETE ingest_journal",
+    "UPDATE seval_script SET checksum = 'forged'",
+    "DELETE seval_script",
+    "CREATE seval_script:forged SET checksum = 'x', applied_at = time::now()",
+    "UPSERT seval_watch:current CONTENT { ks: [1], retrievers: ['bm25'] }",
+    "CREATE seval_ingest SET corpus = 'seval_article', documents = 1",
+    "DELETE seval_ingest",
+    "UPDATE seval_config:current SET dimension = 8",
+    "DELETE seval_config",
+    "CREATE seval_corpus:forged SET x = 1",
+    "DELETE seval_corpus",
+    "DELETE seval_ingest_journal",
     # the candidate lists a system user's runs read: never poisoned, dropped or added to
-    "UPDATE candidate_cache SET hits = []",
-    "DELETE candidate_cache",
-    "UPSERT type::record('candidate_cache', [question:signin, 'bm25', 'article', 7]) CONTENT { key: 'x', "
-    "question: question:signin, list: 'bm25', corpus: 'article', version: 'x', depth: 100, hits: [] }",
+    "UPDATE seval_candidate_cache SET hits = []",
+    "DELETE seval_candidate_cache",
+    "UPSERT type::record('seval_candidate_cache', [seval_question:signin, 'bm25', 'seval_article', 7]) CONTENT { key: 'x', "
+    "question: seval_question:signin, list: 'bm25', corpus: 'seval_article', version: 'x', depth: 100, hits: [] }",
     # the engine checks a system user's runs reuse: never forged or dropped
-    "UPSERT engine_check:['vector', 'x'] CONTENT { check: 'vector', note: 'forged', checked_at: time::now() }",
-    "DELETE engine_check",
-    "UPSERT evaluator:mallory SET name = 'mallory', pass = 'x'",
+    "UPSERT seval_engine_check:['vector', 'x'] CONTENT { check: 'vector', note: 'forged', checked_at: time::now() }",
+    "DELETE seval_engine_check",
+    "UPSERT seval_evaluator:mallory SET name = 'mallory', pass = 'x'",
     # defining things: tables by writing to a new name, and every DEFINE and REMOVE
     "CREATE chunk_small:1 SET x = 1",
     "INSERT INTO chunk_b { x: 1 }",
     "UPSERT chunk_c:1 SET x = 1",
-    "RELATE article:refund_request->cites->article:track_order",
+    "RELATE seval_article:refund_request->cites->seval_article:track_order",
     "DEFINE TABLE chunk_d",
-    "DEFINE FIELD x ON eval_run TYPE any",
-    "DEFINE INDEX forged ON eval_run FIELDS label",
-    "DEFINE EVENT forged ON eval_run THEN { RETURN 1 }",
+    "DEFINE FIELD x ON seval_run TYPE any",
+    "DEFINE INDEX forged ON seval_run FIELDS label",
+    "DEFINE EVENT forged ON seval_run THEN { RETURN 1 }",
     "DEFINE FUNCTION fn::forged() { RETURN 1 }",
     "DEFINE PARAM $forged VALUE 1",
     "DEFINE ANALYZER forged TOKENIZERS blank",
     "DEFINE ACCESS forged ON DATABASE TYPE RECORD",
     "DEFINE USER mallory ON DATABASE PASSWORD 'x' ROLES OWNER",
     "DEFINE DATABASE OVERWRITE surreal_eval",
-    "REMOVE EVENT eval_run_finished_is_final ON eval_run",
-    "REMOVE FUNCTION fn::finish_run",
-    "REMOVE TABLE eval_run",
+    "REMOVE EVENT seval_run_finished_is_final ON seval_run",
+    "REMOVE FUNCTION fn::seval::finish_run",
+    "REMOVE TABLE seval_run",
 ]
-HARNESS_TABLES = ["eval_run", "eval_ranking", "harness_script", "harness_config", "eval_watch",
-                  "ingest", "corpus_table", "ingest_journal", "article", "question", "candidate_cache",
-                  "engine_check"]
+HARNESS_TABLES = ["seval_run", "seval_ranking", "seval_script", "seval_config", "seval_watch",
+                  "seval_ingest", "seval_corpus", "seval_ingest_journal", "seval_article", "seval_question", "seval_candidate_cache",
+                  "seval_engine_check"]
 
 
 def everything(db):
@@ -284,14 +284,14 @@ def test_an_evaluators_run_neither_reads_nor_writes_the_candidate_lists_kept_for
     owner = connect(Settings(url=store))
     try:
         evaluate(owner, ks=[1, 3])
-        kept = owner.value("SELECT * FROM candidate_cache ORDER BY id")
+        kept = owner.value("SELECT * FROM seval_candidate_cache ORDER BY id")
     finally:
         owner.close()
     db = as_evaluator(store)
     try:
         assert len(kept) == 16
         assert evaluate(db, ks=[1, 3]).retrieval == {"lists": 16, "reused": 0}
-        assert db.value("SELECT * FROM candidate_cache ORDER BY id") == kept
+        assert db.value("SELECT * FROM seval_candidate_cache ORDER BY id") == kept
     finally:
         db.close()
 
@@ -299,14 +299,14 @@ def test_an_evaluators_run_neither_reads_nor_writes_the_candidate_lists_kept_for
 def test_an_evaluator_may_discard_its_own_unfinished_run_but_not_the_owners(store):
     owner = connect(Settings(url=store))
     try:
-        theirs = owner.value(f"CREATE ONLY eval_run CONTENT {{ {RUN_CONTENT} }}")["id"]
+        theirs = owner.value(f"CREATE ONLY seval_run CONTENT {{ {RUN_CONTENT} }}")["id"]
     finally:
         owner.close()
     db = as_evaluator(store)
     try:
-        mine = db.value(f"CREATE ONLY eval_run CONTENT {{ {RUN_CONTENT} }}")["id"]
-        db.query("RETURN fn::discard_run($run)", {"run": mine})
-        db.query("RETURN fn::discard_run($run)", {"run": theirs})
-        assert db.value("SELECT VALUE id FROM eval_run") == [theirs]
+        mine = db.value(f"CREATE ONLY seval_run CONTENT {{ {RUN_CONTENT} }}")["id"]
+        db.query("RETURN fn::seval::discard_run($run)", {"run": mine})
+        db.query("RETURN fn::seval::discard_run($run)", {"run": theirs})
+        assert db.value("SELECT VALUE id FROM seval_run") == [theirs]
     finally:
         db.close()

@@ -1,4 +1,4 @@
-"""Adding a metric is one fn::metric_* function: evaluate, compare, gate and the report pick it up."""
+"""Adding a metric is one fn::seval::metric_* function: evaluate, compare, gate and the report pick it up."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ from surreal_eval.analysis.gate import gate
 from surreal_eval.present.html import write_report
 
 FIRST_RANK = """
--- fn::metric_first_rank: the 1-based rank of the first relevant record in the top $k, 0 if there is none.
-DEFINE FUNCTION OVERWRITE fn::metric_first_rank($ranked: array, $relevant: array, $grades: array, $k: int) -> float {
+-- fn::seval::metric_first_rank: the 1-based rank of the first relevant record in the top $k, 0 if there is none.
+DEFINE FUNCTION OVERWRITE fn::seval::metric_first_rank($ranked: array, $relevant: array, $grades: array, $k: int) -> float {
     LET $first = array::find_index(array::slice($ranked, 0, $k).map(|$r| $r IN $relevant), true);
     RETURN IF $first = NONE { 0f } ELSE { <float> ($first + 1) };
 };
@@ -32,10 +32,10 @@ def with_first_rank(seeded):
 
 
 def test_a_new_metric_function_is_scored_by_hand(with_first_rank):
-    got = with_first_rank.value("RETURN [fn::metric_first_rank(['a', 'b', 'c'], ['c'], [1], 3), "
-                                "fn::metric_first_rank(['a', 'b', 'c'], ['c'], [1], 2)]")
+    got = with_first_rank.value("RETURN [fn::seval::metric_first_rank(['a', 'b', 'c'], ['c'], [1], 3), "
+                                "fn::seval::metric_first_rank(['a', 'b', 'c'], ['c'], [1], 2)]")
     assert got == [3.0, 0.0]
-    assert with_first_rank.value("RETURN fn::scored_metrics()")[-1] == "first_rank"
+    assert with_first_rank.value("RETURN fn::seval::scored_metrics()")[-1] == "first_rank"
 
 
 def test_a_new_metric_is_reported_by_evaluate_compare_gate_and_the_report(with_first_rank, tmp_path):
@@ -62,23 +62,23 @@ def test_a_new_metric_is_reported_by_evaluate_compare_gate_and_the_report(with_f
 
 def test_a_new_metric_sees_the_relevance_level_as_the_binary_ones_do(seeded):
     """Above level 1 a new metric is given the grades below the level as 0 (it counts a label as the
-    binary metrics do, by fn::relevant_labels), and scores 0 where no label reaches the level."""
+    binary metrics do, by fn::seval::relevant_labels), and scores 0 where no label reaches the level."""
     db = seeded
     db.query("""
-        DEFINE FUNCTION OVERWRITE fn::metric_first_hit($ranked: array, $relevant: array, $grades: array, $k: int) -> float {
-            LET $first = array::find_index(array::slice($ranked, 0, $k).map(|$r| $r IN fn::relevant_labels($relevant, $grades)), true);
+        DEFINE FUNCTION OVERWRITE fn::seval::metric_first_hit($ranked: array, $relevant: array, $grades: array, $k: int) -> float {
+            LET $first = array::find_index(array::slice($ranked, 0, $k).map(|$r| $r IN fn::seval::relevant_labels($relevant, $grades)), true);
             RETURN IF $first = NONE { 0f } ELSE { <float> ($first + 1) };
         };
-        DEFINE FUNCTION OVERWRITE fn::metric_share($ranked: array, $relevant: array, $grades: array, $k: int) -> float {
+        DEFINE FUNCTION OVERWRITE fn::seval::metric_share($ranked: array, $relevant: array, $grades: array, $k: int) -> float {
             RETURN <float> array::len($grades[WHERE $this > 0]) / array::len($grades[WHERE $this >= 3]);
         };""")
     import_harness(db, HarnessConfig(dimension=4))
     ranked, judged, grades = ["a", "b", "c"], ["b", "c"], [1, 2]
 
     def at(level):
-        return db.value("RETURN fn::metrics_at_level($r, $j, $g, [3], $l)[0].metrics", {"r": ranked, "j": judged, "g": grades, "l": level})
+        return db.value("RETURN fn::seval::metrics_at_level($r, $j, $g, [3], $l)[0].metrics", {"r": ranked, "j": judged, "g": grades, "l": level})
 
-    assert at(1)["first_hit"] == 2.0 and at(2)["first_hit"] == 3.0 == db.value("RETURN fn::metric_first_hit($r, ['b', 'c'], [0, 2], 3)", {"r": ranked})
+    assert at(1)["first_hit"] == 2.0 and at(2)["first_hit"] == 3.0 == db.value("RETURN fn::seval::metric_first_hit($r, ['b', 'c'], [0, 2], 3)", {"r": ranked})
     assert at(2)["mrr"] == pytest.approx(1 / 3)
     # a metric left undefined at the level (a division by no label) scores 0, as recall does
     assert at(5)["share"] == 0.0 and at(5)["recall"] == 0.0 and at(5)["first_hit"] == 0.0

@@ -24,7 +24,7 @@ runner = CliRunner()
 
 
 def hits(*pairs):
-    return [{"id": f"article:{name}", "distance": distance} for name, distance in pairs]
+    return [{"id": f"seval_article:{name}", "distance": distance} for name, distance in pairs]
 
 
 @pytest.mark.parametrize(("index", "k", "expected"), [
@@ -37,9 +37,9 @@ def hits(*pairs):
 ])
 def test_ann_recall_is_the_share_of_the_exact_top_k_the_index_returned(db, index, k, expected):
     exact = hits(("a", 0.1), ("b", 0.2), ("c", 0.3), ("f", 0.5))
-    got = db.value("RETURN fn::ann_recall($index, $exact, $k)", {"index": index, "exact": exact, "k": k})
+    got = db.value("RETURN fn::seval::ann_recall($index, $exact, $k)", {"index": index, "exact": exact, "k": k})
     assert got == pytest.approx(expected)
-    assert db.value("RETURN fn::ann_recall($index, [], 3)", {"index": index}) == 1.0  # an empty corpus loses nothing
+    assert db.value("RETURN fn::seval::ann_recall($index, [], 3)", {"index": index}) == 1.0  # an empty corpus loses nothing
 
 
 #: Hand-made 2-d documents at known angles from the question [1, 0]: a (0°), b (30°), c (60°), d (90°), e (180°).
@@ -62,8 +62,8 @@ def test_the_exact_list_ranks_hand_made_vectors_by_their_known_angles():
     assert report.retrievers == ["vector", "vector_exact"]
     assert report.params["ann_check"] is True
     ranked = {(r.question, r.retriever): r.ranked for r in report.per_question if r.k == 3}
-    assert ranked["question:east", "vector_exact"] == ["article:a", "article:b", "article:c"]
-    assert ranked["question:north", "vector_exact"] == ["article:d", "article:c", "article:b"]  # 0°, 30°, 60° off
+    assert ranked["seval_question:east", "vector_exact"] == ["seval_article:a", "seval_article:b", "seval_article:c"]
+    assert ranked["seval_question:north", "vector_exact"] == ["seval_article:d", "seval_article:c", "seval_article:b"]  # 0°, 30°, 60° off
     assert [(a.k, a.ann_recall, a.questions) for a in report.ann] == [(1, 1.0, 2), (3, 1.0, 2)]
     exact = {r.k: r for r in report.results if r.retriever == "vector_exact"}
     assert exact[1].recall == 0.25 and exact[3].recall == 1.0  # east: b at rank 2; north: d at 1, c at 2
@@ -91,7 +91,7 @@ def random_corpus(*, docs: int = 1500, dimension: int = 16, questions: int = 30,
 def test_a_tiny_ef_loses_true_neighbours_and_the_exact_list_does_not():
     db, order = random_corpus(knn_ef=10)
     report = evaluate(db, ks=[10], retrievers=["vector"], params={"ann_check": True}, per_question=True)
-    truth = {f"question:q{j:02d}": [f"article:d{i:04d}" for i in order[j, :10]] for j in range(order.shape[0])}
+    truth = {f"seval_question:q{j:02d}": [f"seval_article:d{i:04d}" for i in order[j, :10]] for j in range(order.shape[0])}
     exact = {r.question: r.ranked for r in report.per_question if r.retriever == "vector_exact"}
     index = {r.question: r.ranked for r in report.per_question if r.retriever == "vector"}
     assert exact == truth  # the scan returns exactly numpy's top 10
@@ -124,7 +124,7 @@ def test_tune_sweeps_knn_ef_against_the_exact_neighbours():
 def test_the_ann_check_reads_an_attached_tables_own_index():
     db = fresh_db(dimension=2)
     db.query("DEFINE TABLE notes SCHEMALESS; DEFINE INDEX notes_vec ON notes FIELDS vec HNSW DIMENSION 2 DIST COSINE; "
-             "DEFINE INDEX notes_body ON notes FIELDS body FULLTEXT ANALYZER english BM25;")
+             "DEFINE INDEX notes_body ON notes FIELDS body FULLTEXT ANALYZER seval_english BM25;")
     for name, deg in ANGLES.items():
         db.query("CREATE type::record('notes', $k) CONTENT { body: $b, vec: $v }",
                  {"k": name, "b": f"note {name}", "v": [float(np.cos(np.radians(deg))), float(np.sin(np.radians(deg)))]})

@@ -24,13 +24,13 @@ runner = CliRunner()
 #: A user's own store, as the issue found it: their article table (schemaless: body, vec, owner),
 #: their own question and eval_run tables, with data.
 USER_TABLES = """
-DEFINE TABLE article SCHEMALESS PERMISSIONS FULL;
-CREATE article:1 CONTENT { body: 'my own notes', vec: [1, 2, 3], owner: 'ana' };
-DEFINE TABLE question SCHEMALESS;
-CREATE question:faq1 CONTENT { asked: 'how do I log in', votes: 3 };
-DEFINE TABLE eval_run SCHEMAFULL;
-DEFINE FIELD score ON eval_run TYPE float;
-CREATE eval_run:jan CONTENT { score: 0.5 };
+DEFINE TABLE seval_article SCHEMALESS PERMISSIONS FULL;
+CREATE seval_article:1 CONTENT { body: 'my own notes', vec: [1, 2, 3], owner: 'ana' };
+DEFINE TABLE seval_question SCHEMALESS;
+CREATE seval_question:faq1 CONTENT { asked: 'how do I log in', votes: 3 };
+DEFINE TABLE seval_run SCHEMAFULL;
+DEFINE FIELD score ON seval_run TYPE float;
+CREATE seval_run:jan CONTENT { score: 0.5 };
 """
 
 #: The table langchain-surrealdb's SurrealDBVectorStore writes (vectorstores.py at 4cfecc5: SCHEMALESS
@@ -94,20 +94,20 @@ def test_init_refuses_a_store_with_the_users_own_article_question_and_eval_run_a
     result = cli(store, "init", "--dimension", "3")
     assert result.exit_code == 2
     lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1 and "table article" in lines[0] and "table question" in lines[0] and "table eval_run" in lines[0]
+    assert len(lines) == 1 and "table seval_article" in lines[0] and "table seval_question" in lines[0] and "table seval_run" in lines[0]
     db = connect(Settings(url=f"surrealkv://{store}"))
     assert snapshot(db) == before
-    db.query("UPDATE article:1 SET owner = 'bo'")  # the write the issue saw fail after init
-    assert db.value("SELECT VALUE owner FROM ONLY article:1") == "bo"
+    db.query("UPDATE seval_article:1 SET owner = 'bo'")  # the write the issue saw fail after init
+    assert db.value("SELECT VALUE owner FROM ONLY seval_article:1") == "bo"
     db.close()
 
 
 @pytest.mark.parametrize("definition, named", [
-    ("DEFINE ANALYZER english TOKENIZERS blank FILTERS lowercase", "analyzer english"),
-    ("DEFINE FUNCTION fn::metric_recall($x: int) { RETURN $x }", "function fn::metric_recall"),
-    ("DEFINE TABLE retriever SCHEMALESS; CREATE retriever:mine SET kind = 'elastic'", "table retriever"),
-    ("DEFINE ACCESS evaluator ON DATABASE TYPE RECORD", "access evaluator"),
-    ("DEFINE TABLE corpus_table SCHEMALESS", "table corpus_table"),
+    ("DEFINE ANALYZER seval_english TOKENIZERS blank FILTERS lowercase", "analyzer seval_english"),
+    ("DEFINE FUNCTION fn::seval::metric_recall($x: int) { RETURN $x }", "function fn::seval::metric_recall"),
+    ("DEFINE TABLE seval_retriever SCHEMALESS; CREATE seval_retriever:mine SET kind = 'elastic'", "table seval_retriever"),
+    ("DEFINE ACCESS seval_evaluator ON DATABASE TYPE RECORD", "access seval_evaluator"),
+    ("DEFINE TABLE seval_corpus SCHEMALESS", "table seval_corpus"),
 ])
 def test_import_refuses_each_name_the_user_already_defined_in_one_line_changing_nothing(definition, named):
     db = connect(Settings(url="mem://"))
@@ -123,11 +123,11 @@ def test_import_again_and_an_import_by_an_earlier_harness_are_not_conflicts():
     db = connect(Settings(url="mem://"))
     import_harness(db, HarnessConfig(dimension=4))
     import_harness(db, HarnessConfig(dimension=4))
-    owned = db.value("SELECT VALUE name FROM harness_object WHERE kind = 'table'")
-    assert {"article", "question", "eval_run", "retriever"} <= set(owned)
-    db.query("REMOVE TABLE harness_object")  # as an earlier version of the harness left it
+    owned = db.value("SELECT VALUE name FROM seval_object WHERE kind = 'table'")
+    assert {"seval_article", "seval_question", "seval_run", "seval_retriever"} <= set(owned)
+    db.query("REMOVE TABLE seval_object")  # as an earlier version of the harness left it
     import_harness(db, HarnessConfig(dimension=4))
-    assert db.value("INFO FOR DB")["tables"].keys() >= {"harness_object", "question"}
+    assert db.value("INFO FOR DB")["tables"].keys() >= {"seval_object", "seval_question"}
 
 
 def test_a_load_that_would_import_the_harness_refuses_the_users_names_changing_nothing():
@@ -135,8 +135,8 @@ def test_a_load_that_would_import_the_harness_refuses_the_users_names_changing_n
     db.query(USER_TABLES)
     before = snapshot(db)
     with pytest.raises(SurrealEvalError) as refused:
-        load_corpus(db, [Article(id="a", content="text", embedding=[1.0, 0.0, 0.0])], table="docs", create_harness=True)
-    assert "table article" in str(refused.value)
+        load_corpus(db, [Article(id="a", content="text", embedding=[1.0, 0.0, 0.0])], table="seval_docs", create_harness=True)
+    assert "table seval_article" in str(refused.value)
     assert snapshot(db) == before
 
 
@@ -167,7 +167,7 @@ def test_attach_and_golden_set_leave_the_users_table_as_it_was(attached):
     store, before = attached
     db = connect(Settings(url=f"surrealkv://{store}"))
     assert table_state(db, "documents") == before
-    labels = db.value("SELECT VALUE relevant FROM ONLY question:money")
+    labels = db.value("SELECT VALUE relevant FROM ONLY seval_question:money")
     assert [str(r) for r in labels] == ["documents:refund", "documents:returns"]
     db.close()
 
@@ -176,14 +176,14 @@ def test_attached_retrievers_rank_exactly_as_the_applications_own_queries(attach
     store, _ = attached
     db = connect(Settings(url=f"surrealkv://{store}"))
     for q in QUESTIONS:
-        ours = db.value("RETURN fn::retrieve('vector', $t, $v, 5, { corpus: 'documents' })", {"t": q["text"], "v": q["embedding"]})
+        ours = db.value("RETURN fn::seval::retrieve('vector', $t, $v, 5, { corpus: 'documents' })", {"t": q["text"], "v": q["embedding"]})
         # langchain-surrealdb's similarity search, as vectorstores.py writes it
         theirs = db.value("SELECT id, (1 - vector::distance::knn()) AS similarity FROM type::table($table) "
                           "WHERE vector <|5, 40|> $vector ORDER BY similarity DESC, id", {"table": "documents", "vector": q["embedding"]})
         assert ours == [r["id"] for r in theirs]
         words = db.value("SELECT id, search::score(1) AS s FROM documents WHERE text @1,OR@ $q ORDER BY s DESC, id LIMIT 5",
                          {"q": q["text"]})
-        bm25 = db.value("RETURN fn::retrieve('bm25', $t, $v, 5, { corpus: 'documents' })", {"t": q["text"], "v": q["embedding"]})
+        bm25 = db.value("RETURN fn::seval::retrieve('bm25', $t, $v, 5, { corpus: 'documents' })", {"t": q["text"], "v": q["embedding"]})
         assert bm25 == [r["id"] for r in words if r["s"] > 0] and bm25
     db.close()
 
@@ -213,7 +213,7 @@ def test_an_attached_table_is_evaluated_compared_and_gated_through_the_cli(attac
 def test_deleting_a_labelled_record_is_refused_and_a_label_gone_is_reported_by_the_run(attached):
     store, _ = attached
     db = connect(Settings(url=f"surrealkv://{store}"))
-    with pytest.raises(SurrealEvalError, match="question:money"):
+    with pytest.raises(SurrealEvalError, match="seval_question:money"):
         db.query("DELETE documents:refund")
     assert db.value("RETURN record::exists(documents:refund)")
     # the user rebuilds their table from scratch without one labelled record: no reference survives that
@@ -223,7 +223,7 @@ def test_deleting_a_labelled_record_is_refused_and_a_label_gone_is_reported_by_t
     db.query("INSERT INTO documents $rows RETURN NONE", {"rows": rows})
     with pytest.raises(SurrealEvalError) as refused:
         evaluate(db, ks=[1], params={"corpus": "documents"})
-    assert "question:login" in str(refused.value) and "documents:password" in str(refused.value)
+    assert "seval_question:login" in str(refused.value) and "documents:password" in str(refused.value)
     assert "\n" not in str(refused.value)
     db.close()
 
@@ -242,7 +242,7 @@ def test_attach_refusals_are_one_line_exit_2_and_change_nothing(tmp_path):
     db.close()
     for args, says in [
         (["attach", "nothing", "--content", "body"], "does not exist"),
-        (["attach", "article", "--content", "content"], "harness's own"),
+        (["attach", "seval_article", "--content", "content"], "harness's own"),
         (["attach", "notes", "--content", "body"], "no FULLTEXT index on body: give --index"),
         (["attach", "notes", "--content", "missing"], "no record with a text field missing"),
         (["attach", "wide", "--content", "body", "--embedding", "vec"], "8-d"),
@@ -267,13 +267,13 @@ def test_attach_with_index_defines_harness_owned_indexes_and_says_so(tmp_path):
     assert cli(store, "init", "--dimension", "4").exit_code == 0
     result = cli(store, "attach", "notes", "--content", "body", "--embedding", "vec", "--index")
     assert result.exit_code == 0, result.output
-    assert "harness_notes_body" in result.stdout and "harness_notes_vec" in result.stdout
+    assert "seval_notes_body" in result.stdout and "seval_notes_vec" in result.stdout
     db = connect(Settings(url=f"surrealkv://{store}"))
     assert db.value("SELECT * FROM notes ORDER BY id") == rows
-    assert set(db.value("INFO FOR TABLE notes")["indexes"]) == {"harness_notes_body", "harness_notes_vec"}
-    assert {"notes.harness_notes_body", "notes.harness_notes_vec"} <= set(
-        db.value("SELECT VALUE name FROM harness_object WHERE kind = 'index'"))
-    assert db.value("RETURN fn::retrieve('bm25', 'refund parcel', [1, 0, 0, 0], 3, { corpus: 'notes' })")[0].id == "refund"
+    assert set(db.value("INFO FOR TABLE notes")["indexes"]) == {"seval_notes_body", "seval_notes_vec"}
+    assert {"notes.seval_notes_body", "notes.seval_notes_vec"} <= set(
+        db.value("SELECT VALUE name FROM seval_object WHERE kind = 'index'"))
+    assert db.value("RETURN fn::seval::retrieve('bm25', 'refund parcel', [1, 0, 0, 0], 3, { corpus: 'notes' })")[0].id == "refund"
     db.close()
 
 
@@ -290,10 +290,10 @@ def test_loads_never_write_to_an_attached_table_and_labels_need_an_attached_tabl
     with pytest.raises(InputError, match="labels to unknown documents: q -> documents:nope"):
         load_golden(db, [Question(id="q", text="t", embedding=[1.0, 0, 0, 0], relevant=["refund", "nope"])],
                     label_table="documents")
-    assert db.value("SELECT VALUE id FROM question") == []
+    assert db.value("SELECT VALUE id FROM seval_question") == []
     assert table_state(db, "documents") == before
     reimported = import_harness(db, HarnessConfig(dimension=4, knn_ef=40))  # as tune does: the attached branches stay
-    assert reimported and db.value("RETURN fn::retrieve('vector', '', [0.9, 0.1, 0, 0], 1, { corpus: 'documents' })")[0].id == "refund"
+    assert reimported and db.value("RETURN fn::seval::retrieve('vector', '', [0.9, 0.1, 0, 0], 1, { corpus: 'documents' })")[0].id == "refund"
 
 
 def test_an_attached_table_is_chunked_and_its_labels_score_the_chunks(attached):
@@ -303,14 +303,14 @@ def test_an_attached_table_is_chunked_and_its_labels_score_the_chunks(attached):
 
     store, before = attached
     db = connect(Settings(url=f"surrealkv://{store}"))
-    report = chunk_corpus(db, source="documents", target="doc_chunks", size=3, overlap=1, embedder=WordHashEmbedder())
+    report = chunk_corpus(db, source="documents", target="seval_doc_chunks", size=3, overlap=1, embedder=WordHashEmbedder())
     assert report.loaded > len(DOCS)
-    assert {str(d) for d in db.value("SELECT VALUE doc FROM doc_chunks")} == {f"documents:{k}" for k in DOCS}
-    assert db.value("SELECT VALUE content FROM ONLY doc_chunks:⟨refund#0⟩") == "How to request"
-    run = evaluate(db, ks=[5], retrievers=["bm25"], params={"corpus": "doc_chunks"}, per_question=True)
+    assert {str(d) for d in db.value("SELECT VALUE doc FROM seval_doc_chunks")} == {f"documents:{k}" for k in DOCS}
+    assert db.value("SELECT VALUE content FROM ONLY seval_doc_chunks:⟨refund#0⟩") == "How to request"
+    run = evaluate(db, ks=[5], retrievers=["bm25"], params={"corpus": "seval_doc_chunks"}, per_question=True)
     ranked = {r.question: r.ranked for r in run.per_question}
     assert all(x.startswith("documents:") for ids in ranked.values() for x in ids)  # chunks scored as their documents
-    assert "documents:refund" in ranked["question:money"]
+    assert "documents:refund" in ranked["seval_question:money"]
     assert table_state(db, "documents") == before
     db.close()
 
@@ -322,13 +322,13 @@ def test_judged_non_relevant_records_of_an_attached_table_are_kept_and_counted_b
     attach_table(db, "documents", content="text", embedding="vector")
     load_golden(db, [Question(id="q", text="refund damaged parcel", embedding=[0.9, 0.1, 0, 0],
                               relevant=["refund"], nonrelevant=["returns", "gift"])], label_table="documents")
-    assert [str(r) for r in db.value("SELECT VALUE nonrelevant FROM ONLY question:q")] == ["documents:returns", "documents:gift"]
+    assert [str(r) for r in db.value("SELECT VALUE nonrelevant FROM ONLY seval_question:q")] == ["documents:returns", "documents:gift"]
     report = evaluate(db, ks=[2], retrievers=["vector"], params={"corpus": "documents"}, per_question=True)
     (row,) = [r for r in report.per_question if r.k == 2]
     assert row.ranked == ["documents:refund", "documents:returns"]  # both judged: one relevant, one not
     assert row.scores["judged"] == 1.0 and row.scores["precision"] == 0.5
     with pytest.raises(Rejected):  # a judged record of a table that is no corpus is refused like a label
-        db.query("UPDATE question:q SET nonrelevant = [harness_config:x]")
+        db.query("UPDATE seval_question:q SET nonrelevant = [seval_config:x]")
 
 
 def test_an_attached_tables_lists_are_reused_until_its_own_rows_or_analyzer_change(attached):

@@ -24,10 +24,10 @@ from surreal_eval.present.cli import app
 from .conftest import snapshot
 
 HOSTILE = [
-    "'; REMOVE TABLE article; --",
-    '"); DELETE article; RETURN ("',
+    "'; REMOVE TABLE seval_article; --",
+    '"); DELETE seval_article; RETURN ("',
     "`article` ⟨question⟩ $x {{dimension}} \\u0000 /* */",
-    "SELECT * FROM article; DEFINE USER hacker ON ROOT PASSWORD 'x' ROLES OWNER;",
+    "SELECT * FROM seval_article; DEFINE USER hacker ON ROOT PASSWORD 'x' ROLES OWNER;",
 ]
 
 
@@ -40,7 +40,7 @@ def q(qid="q1", text="where is my parcel", embedding=(0.0, 0.1, 0.9, 0.0), relev
     [
         (q(relevant=()), "questions with no labels: q1"),
         (q(embedding=(0.1, 0.2, 0.3)), "embedding has 3 values, the index expects 4"),
-        (q(relevant=("track_order", "no_such_article")), "labels to unknown documents: q1 -> article:no_such_article"),
+        (q(relevant=("track_order", "no_such_article")), "labels to unknown documents: q1 -> seval_article:no_such_article"),
         (q(relevant=("track_order", "track_order")), "labelled twice"),
         (q(grades=[1, 2]), "2 grades for 1 labels"),
         (q(text="   "), "text is empty"),
@@ -57,10 +57,10 @@ def test_bad_question_is_refused_and_nothing_changes(seeded, question, message):
 @pytest.mark.parametrize(
     ("statement", "field"),
     [
-        ("CREATE question:x CONTENT {text: 'a', embedding: [1,0,0,0], relevant: []}", "relevant"),
-        ("CREATE question:x CONTENT {text: 'a', embedding: [1,0,0], relevant: [article:track_order]}", "embedding"),
-        ("CREATE question:x CONTENT {text: 'a', embedding: [1,0,0,0], relevant: [article:nope]}", "relevant"),
-        ("CREATE question:x CONTENT {text: 'a', embedding: [1,0,0,0], relevant: [question:signin]}", "relevant"),
+        ("CREATE seval_question:x CONTENT {text: 'a', embedding: [1,0,0,0], relevant: []}", "relevant"),
+        ("CREATE seval_question:x CONTENT {text: 'a', embedding: [1,0,0], relevant: [seval_article:track_order]}", "embedding"),
+        ("CREATE seval_question:x CONTENT {text: 'a', embedding: [1,0,0,0], relevant: [seval_article:nope]}", "relevant"),
+        ("CREATE seval_question:x CONTENT {text: 'a', embedding: [1,0,0,0], relevant: [seval_question:signin]}", "relevant"),
     ],
 )
 def test_the_schema_itself_refuses_bad_questions_written_in_surrealql(seeded, statement, field):
@@ -72,32 +72,32 @@ def test_the_schema_itself_refuses_bad_questions_written_in_surrealql(seeded, st
 
 def test_deleting_a_labelled_article_is_refused(seeded):
     before = snapshot(seeded)
-    with pytest.raises(Rejected, match="article:refund_request is labelled by question:money_back"):
+    with pytest.raises(Rejected, match="seval_article:refund_request is labelled by seval_question:money_back"):
         delete_article(seeded, "refund_request")
     with pytest.raises(Rejected, match="Cannot delete"):
-        seeded.query("DELETE article:refund_request")
+        seeded.query("DELETE seval_article:refund_request")
     assert snapshot(seeded) == before
     delete_article(seeded, "contact_support")  # not labelled: allowed
-    assert seeded.value("RETURN record::exists(article:contact_support)") is False
+    assert seeded.value("RETURN record::exists(seval_article:contact_support)") is False
 
 
 @pytest.mark.parametrize("text", HOSTILE)
 def test_question_text_full_of_surrealql_is_only_ever_a_value(seeded, text):
     tables = set(seeded.value("INFO FOR DB")["tables"])
     add_questions(seeded, [q("hostile", text=text)])
-    assert seeded.value("RETURN question:hostile.text") == text
+    assert seeded.value("RETURN seval_question:hostile.text") == text
     report = evaluate(seeded, ks=[3], per_question=True)
     assert report.questions == 9
-    assert seeded.value("RETURN count(SELECT * FROM article)") == 10
+    assert seeded.value("RETURN count(SELECT * FROM seval_article)") == 10
     assert set(seeded.value("INFO FOR DB")["tables"]) == tables
     assert seeded.value("INFO FOR ROOT")["users"] == {}
 
 
 def test_ids_with_surrealql_syntax_are_only_ever_values(seeded):
-    weird = "x`; REMOVE TABLE article; --⟩"
+    weird = "x`; REMOVE TABLE seval_article; --⟩"
     add_questions(seeded, [q(weird)])
-    assert seeded.value("RETURN type::record('question', $id).text", {"id": weird}) == "where is my parcel"
-    assert seeded.value("RETURN count(SELECT * FROM article)") == 10
+    assert seeded.value("RETURN type::record('seval_question', $id).text", {"id": weird}) == "where is my parcel"
+    assert seeded.value("RETURN count(SELECT * FROM seval_article)") == 10
 
 
 def test_unreachable_server_is_a_connection_error():
@@ -146,7 +146,7 @@ def snapshot_of(store):
     [
         ({"id": "n", "text": "t", "embedding": [1, 0, 0, 0], "relevant": []}, "questions with no labels: n"),
         ({"id": "n", "text": "t", "embedding": [1, 0], "relevant": ["track_order"]}, "'n': embedding has 2 values"),
-        ({"id": "n", "text": "t", "embedding": [1, 0, 0, 0], "relevant": ["gone"]}, "labels to unknown documents: n -> article:gone"),
+        ({"id": "n", "text": "t", "embedding": [1, 0, 0, 0], "relevant": ["gone"]}, "labels to unknown documents: n -> seval_article:gone"),
         ({"id": "n", "text": "t", "embedding": [1, 0, 0, 0]}, "golden.jsonl:2: relevant: Field required (id 'n')"),
         ("{not json", "golden.jsonl:2: not valid JSON"),
     ],

@@ -21,16 +21,16 @@ runner = CliRunner()
 
 def rankings(db, report) -> list:
     """Every ranking of run `report`, as (question, retriever, floor, ranked ids, scores), sorted."""
-    rows = db.value("SELECT question, retriever, floor, ranked, scores FROM eval_ranking WHERE run = $r",
-                    {"r": to_record(report.run, "eval_run")})
+    rows = db.value("SELECT question, retriever, floor, ranked, scores FROM seval_ranking WHERE run = $r",
+                    {"r": to_record(report.run, "seval_run")})
     return sorted((record_str(r["question"]), r["retriever"], r.get("floor"), [record_str(x) for x in r["ranked"]],
                    r["scores"]) for r in rows)
 
 
 def scores(db, report) -> list:
     """Every question's metrics in run `report`, as (question, retriever, floor, k, metrics), sorted."""
-    rows = db.value("SELECT question, retriever, floor, results FROM eval_ranking WHERE run = $r",
-                    {"r": to_record(report.run, "eval_run")})
+    rows = db.value("SELECT question, retriever, floor, results FROM seval_ranking WHERE run = $r",
+                    {"r": to_record(report.run, "seval_run")})
     return sorted(((record_str(r["question"]), r["retriever"], r.get("floor") or 0, m["k"], m["metrics"]) for r in rows
                    for m in r["results"]), key=lambda r: r[:4])
 
@@ -58,7 +58,7 @@ def same_as_fresh(db, report, **kwargs) -> None:
 
 
 def cached(db, question: str, list_: str) -> dict:
-    return db.value("SELECT * FROM ONLY type::record('candidate_cache', [type::record('question', $q), $l, 'article', 0])",
+    return db.value("SELECT * FROM ONLY type::record('seval_candidate_cache', [type::record('seval_question', $q), $l, 'seval_article', 0])",
                     {"q": question, "l": list_})
 
 
@@ -75,12 +75,12 @@ def test_a_second_run_reads_every_list_and_scores_the_same(seeded):
 def test_a_run_reads_the_stored_list_itself(seeded):
     """The list read is the stored one: a row changed behind the harness's back (same key) shows up."""
     evaluate(seeded, ks=[3], retrievers=["bm25"])
-    seeded.query("UPDATE type::record('candidate_cache', [question:signin, 'bm25', 'article', 0]) "
-                 "SET hits = [{ id: article:api_rate_limits, score: 9.0 }]")
+    seeded.query("UPDATE type::record('seval_candidate_cache', [seval_question:signin, 'bm25', 'seval_article', 0]) "
+                 "SET hits = [{ id: seval_article:api_rate_limits, score: 9.0 }]")
     again = evaluate(seeded, ks=[3], retrievers=["bm25"])
     assert reused(again) == 8
-    signin = [r for r in rankings(seeded, again) if r[0] == "question:signin"]
-    assert signin == [("question:signin", "bm25", None, ["article:api_rate_limits"], [9.0])]
+    signin = [r for r in rankings(seeded, again) if r[0] == "seval_question:signin"]
+    assert signin == [("seval_question:signin", "bm25", None, ["seval_article:api_rate_limits"], [9.0])]
 
 
 def test_new_fusion_parameters_and_a_shallower_k_reuse_every_list(seeded):
@@ -103,7 +103,7 @@ def test_a_deeper_run_fetches_again_then_serves_shallower_runs_by_its_prefix(see
 
 def test_changing_one_document_reruns_bm25_and_uses_no_stale_list(seeded):
     before = evaluate(seeded, ks=[3])
-    seeded.query("UPDATE article:track_order SET content = 'Where is my parcel? Follow the courier link in your e-mail.'")
+    seeded.query("UPDATE seval_article:track_order SET content = 'Where is my parcel? Follow the courier link in your e-mail.'")
     after = evaluate(seeded, ks=[3])
     assert reused(after) == 8  # every BM25 list again (the content fingerprint moved), every vector list read
     assert rankings(seeded, after) != rankings(seeded, before)
@@ -115,29 +115,29 @@ def test_changing_the_corpus_embeddings_reruns_vector_and_reuses_bm25(seeded):
     reverse_embeddings(seeded)
     after = evaluate(seeded, ks=[3])
     assert reused(after) == 8
-    assert cached(seeded, "signin", "bm25")["run"] == to_record(before.run, "eval_run")
-    assert cached(seeded, "signin", "vector")["run"] == to_record(after.run, "eval_run")
+    assert cached(seeded, "signin", "bm25")["run"] == to_record(before.run, "seval_run")
+    assert cached(seeded, "signin", "vector")["run"] == to_record(after.run, "seval_run")
     assert rankings(seeded, after) != rankings(seeded, before)
     same_as_fresh(seeded, after, ks=[3])
 
 
 def test_changing_one_questions_text_reruns_only_its_bm25_list(seeded):
     before = evaluate(seeded, ks=[3])
-    seeded.query("UPDATE question:where_parcel SET text = 'track the courier of my order'")
+    seeded.query("UPDATE seval_question:where_parcel SET text = 'track the courier of my order'")
     after = evaluate(seeded, ks=[3])
     assert reused(after) == 15
-    assert cached(seeded, "where_parcel", "bm25")["run"] == to_record(after.run, "eval_run")
-    assert cached(seeded, "where_parcel", "vector")["run"] == to_record(before.run, "eval_run")
+    assert cached(seeded, "where_parcel", "bm25")["run"] == to_record(after.run, "seval_run")
+    assert cached(seeded, "where_parcel", "vector")["run"] == to_record(before.run, "seval_run")
     assert rankings(seeded, after) != rankings(seeded, before)
     same_as_fresh(seeded, after, ks=[3])
 
 
 def test_changing_one_questions_embedding_reruns_only_its_vector_list(seeded):
     before = evaluate(seeded, ks=[3])
-    seeded.query("UPDATE question:where_parcel SET embedding = [0.9, 0.05, 0.0, 0.15]")
+    seeded.query("UPDATE seval_question:where_parcel SET embedding = [0.9, 0.05, 0.0, 0.15]")
     after = evaluate(seeded, ks=[3])
     assert reused(after) == 15
-    assert cached(seeded, "where_parcel", "vector")["run"] == to_record(after.run, "eval_run")
+    assert cached(seeded, "where_parcel", "vector")["run"] == to_record(after.run, "seval_run")
     assert rankings(seeded, after) != rankings(seeded, before)
     same_as_fresh(seeded, after, ks=[3])
 
@@ -145,11 +145,11 @@ def test_changing_one_questions_embedding_reruns_only_its_vector_list(seeded):
 @pytest.mark.parametrize("change", [
     # another analyzer (no stemming), the index defined again with it
     "DEFINE ANALYZER plain TOKENIZERS blank, punct FILTERS lowercase, ascii; "
-    "DEFINE INDEX OVERWRITE article_content ON article FIELDS content FULLTEXT ANALYZER plain BM25",
+    "DEFINE INDEX OVERWRITE seval_article_content ON seval_article FIELDS content FULLTEXT ANALYZER plain BM25",
     # the same analyzer name redefined, its index rebuilt
-    "DEFINE ANALYZER OVERWRITE english TOKENIZERS blank, punct FILTERS lowercase, ascii; REBUILD INDEX article_content ON article",
+    "DEFINE ANALYZER OVERWRITE seval_english TOKENIZERS blank, punct FILTERS lowercase, ascii; REBUILD INDEX seval_article_content ON seval_article",
     # other BM25 parameters
-    "DEFINE INDEX OVERWRITE article_content ON article FIELDS content FULLTEXT ANALYZER english BM25(0.5, 0.2)",
+    "DEFINE INDEX OVERWRITE seval_article_content ON seval_article FIELDS content FULLTEXT ANALYZER seval_english BM25(0.5, 0.2)",
 ])
 def test_changing_the_analyzer_or_the_fulltext_index_reruns_bm25(seeded, change):
     before = evaluate(seeded, ks=[5])
@@ -163,11 +163,11 @@ def test_changing_the_analyzer_or_the_fulltext_index_reruns_bm25(seeded, change)
 def test_changing_the_analyzers_function_reruns_bm25(seeded):
     seeded.query("DEFINE FUNCTION fn::user_strip($t: string) -> string { RETURN string::replace($t, <regex> '(?i)\\\\bmy\\\\b', ' ') };"
                  "DEFINE ANALYZER stripped FUNCTION fn::user_strip TOKENIZERS blank, punct FILTERS lowercase, ascii;"
-                 "DEFINE INDEX OVERWRITE article_content ON article FIELDS content FULLTEXT ANALYZER stripped BM25")
+                 "DEFINE INDEX OVERWRITE seval_article_content ON seval_article FIELDS content FULLTEXT ANALYZER stripped BM25")
     before = evaluate(seeded, ks=[5])
     seeded.query("DEFINE FUNCTION OVERWRITE fn::user_strip($t: string) -> string { "
                  "RETURN string::replace($t, <regex> '(?i)\\\\b(?:my|the|parcel|money)\\\\b', ' ') };"
-                 "REBUILD INDEX article_content ON article")
+                 "REBUILD INDEX seval_article_content ON seval_article")
     after = evaluate(seeded, ks=[5])
     assert reused(after) == 8
     assert rankings(seeded, after) != rankings(seeded, before)
@@ -176,7 +176,7 @@ def test_changing_the_analyzers_function_reruns_bm25(seeded):
 
 def test_fresh_retrieves_every_list_and_stores_them_for_the_next_run(seeded):
     evaluate(seeded, ks=[3])
-    seeded.query("UPDATE type::record('candidate_cache', [question:rate_limit, 'bm25', 'article', 0]) SET hits = []")
+    seeded.query("UPDATE type::record('seval_candidate_cache', [seval_question:rate_limit, 'bm25', 'seval_article', 0]) SET hits = []")
     fresh = evaluate(seeded, ks=[3], fresh=True)
     assert fresh.retrieval == {"lists": 16, "reused": 0}
     assert cached(seeded, "rate_limit", "bm25")["hits"] != []  # stored anew
@@ -185,27 +185,27 @@ def test_fresh_retrieves_every_list_and_stores_them_for_the_next_run(seeded):
 
 def test_a_load_into_the_corpus_prunes_the_lists_it_made_stale(seeded):
     evaluate(seeded, ks=[3])
-    assert seeded.value("RETURN count(SELECT id FROM candidate_cache)") == 16
+    assert seeded.value("RETURN count(SELECT id FROM seval_candidate_cache)") == 16
     load_corpus(seeded, [Article(id="new_doc", title="Gift cards", content="Gift cards never expire",
                                  embedding=[0.2, 0.2, 0.2, 0.2])])
-    assert seeded.value("RETURN count(SELECT id FROM candidate_cache)") == 0  # new content, a new HNSW graph
+    assert seeded.value("RETURN count(SELECT id FROM seval_candidate_cache)") == 0  # new content, a new HNSW graph
     after = evaluate(seeded, ks=[3])
     assert reused(after) == 0
-    seeded.query("DELETE question:two_factor")
-    seeded.value("RETURN fn::prune_candidate_cache([])")
-    assert seeded.value("RETURN count(SELECT id FROM candidate_cache)") == 14  # the deleted question's two lists
+    seeded.query("DELETE seval_question:two_factor")
+    seeded.value("RETURN fn::seval::prune_candidate_cache([])")
+    assert seeded.value("RETURN count(SELECT id FROM seval_candidate_cache)") == 14  # the deleted question's two lists
 
 
 def test_tune_reads_the_lists_of_an_earlier_run_and_fresh_fetches_them(seeded):
     assign_splits(seeded, seed=0)
     first = evaluate(seeded, ks=[5])
     tune(seeded, param="floor", values=[0, 3], metric="recall@3")
-    runs = set(seeded.value("SELECT VALUE run FROM candidate_cache"))
-    assert runs == {to_record(first.run, "eval_run")}  # the sweep and its run read every list
+    runs = set(seeded.value("SELECT VALUE run FROM seval_candidate_cache"))
+    assert runs == {to_record(first.run, "seval_run")}  # the sweep and its run read every list
     result = tune(seeded, param="floor", values=[0, 3], metric="recall@3", fresh=True)
     assert result.report.retrieval["reused"] == 0
     # the sweep stores nothing (a refused sweep must change nothing); the fresh run stores its own lists
-    assert to_record(result.report.run, "eval_run") in set(seeded.value("SELECT VALUE run FROM candidate_cache"))
+    assert to_record(result.report.run, "seval_run") in set(seeded.value("SELECT VALUE run FROM seval_candidate_cache"))
 
 
 def test_the_cli_says_how_many_lists_were_read_and_fresh_reads_none(tmp_path):
@@ -230,18 +230,18 @@ def test_on_cisi_a_deeper_list_is_exactly_the_shallower_one_with_more_after_it(t
     db = connect(Settings(url="mem://"))
     try:
         load_beir(db, cisi(), create_harness=True)
-        ids = db.value("SELECT VALUE id FROM question ORDER BY id LIMIT 30")
+        ids = db.value("SELECT VALUE id FROM seval_question ORDER BY id LIMIT 30")
         lists = db.value(
             "RETURN (SELECT text, embedding FROM $ids).map(|$q| { "
-            "bm25: [fn::bm25_candidates('article', $q.text, 100), fn::bm25_candidates('article', $q.text, 10)], "
-            "vector: [fn::vec_candidates('article', $q.embedding, 100), fn::vec_candidates('article', $q.embedding, 10)] })",
+            "bm25: [fn::seval::bm25_candidates('seval_article', $q.text, 100), fn::seval::bm25_candidates('seval_article', $q.text, 10)], "
+            "vector: [fn::seval::vec_candidates('seval_article', $q.embedding, 100), fn::seval::vec_candidates('seval_article', $q.embedding, 10)] })",
             {"ids": ids})
         for question in lists:
             for deep, shallow in question.values():
                 assert deep[:10] == shallow
         ties = sum(a["score"] == b["score"] for q in lists for a, b in zip(q["bm25"][0], q["bm25"][0][1:]))
         assert ties > 0  # the prefix property was tried on tied scores
-        db.query("DELETE question WHERE id NOTINSIDE $ids", {"ids": ids})
+        db.query("DELETE seval_question WHERE id NOTINSIDE $ids", {"ids": ids})
         evaluate(db, ks=[100], retrievers=["bm25", "vector"])
         shallow = evaluate(db, ks=[10], retrievers=["bm25", "vector", "hybrid"])
         assert shallow.retrieval == {"lists": 60, "reused": 60}

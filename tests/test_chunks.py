@@ -33,7 +33,7 @@ def test_split_words_refuses_impossible_windows(size, overlap):
 def make_chunks(db, table, size, overlap=0):
     """A chunk table cut from the demo articles, each chunk embedded with its article's vector."""
     define_corpus(db, table, indexes=False)
-    rows = list(chunk_documents(db, "article", size, overlap))
+    rows = list(chunk_documents(db, "seval_article", size, overlap))
     db.query(
         """
         FOR $c IN $rows {
@@ -53,8 +53,8 @@ def make_chunks(db, table, size, overlap=0):
 
 @pytest.fixture
 def chunked(seeded):
-    make_chunks(seeded, "chunk_small", 6)
-    make_chunks(seeded, "chunk_large", 14, 4)
+    make_chunks(seeded, "seval_chunk_small", 6)
+    make_chunks(seeded, "seval_chunk_large", 14, 4)
     return seeded
 
 
@@ -64,61 +64,61 @@ def per_question(report, question, retriever):
 
 
 def test_chunk_tables_are_registered_and_tied_to_documents(chunked):
-    assert corpus_tables(chunked) == ["article", "chunk_large", "chunk_small"]
-    small = chunked.value("SELECT VALUE doc FROM chunk_small WHERE doc = article:api_rate_limits")
+    assert corpus_tables(chunked) == ["seval_article", "seval_chunk_large", "seval_chunk_small"]
+    small = chunked.value("SELECT VALUE doc FROM seval_chunk_small WHERE doc = seval_article:api_rate_limits")
     assert len(small) == 5  # 25 words in windows of 6
-    assert chunked.value("RETURN count(SELECT * FROM chunk_small WHERE doc = NONE)") == 0
+    assert chunked.value("RETURN count(SELECT * FROM seval_chunk_small WHERE doc = NONE)") == 0
 
 
 def test_document_labels_score_chunks_at_document_level(chunked):
-    report = evaluate(chunked, ks=[1, 3], params={"corpus": "chunk_small"}, per_question=True)
-    row = per_question(report, "question:rate_limit", "bm25")
-    assert row.ranked[0] == "article:api_rate_limits"  # chunks mapped to their document
+    report = evaluate(chunked, ks=[1, 3], params={"corpus": "seval_chunk_small"}, per_question=True)
+    row = per_question(report, "seval_question:rate_limit", "bm25")
+    assert row.ranked[0] == "seval_article:api_rate_limits"  # chunks mapped to their document
     assert len(row.ranked) == len(set(row.ranked))  # each document once, at its best chunk's rank
-    assert row.relevant == ["article:api_rate_limits"]
+    assert row.relevant == ["seval_article:api_rate_limits"]
 
 
 def test_one_quote_labelled_golden_set_scores_two_chunkings(chunked):
     chunked.query(
-        "UPDATE question:rate_limit SET passages = [{ doc: article:api_rate_limits, quote: '429 Too  many requests' }]"
+        "UPDATE seval_question:rate_limit SET passages = [{ doc: seval_article:api_rate_limits, quote: '429 Too  many requests' }]"
     )
-    small = evaluate(chunked, ks=[1, 5], params={"corpus": "chunk_small"}, per_question=True)
-    large = evaluate(chunked, ks=[1, 5], params={"corpus": "chunk_large"}, per_question=True)
+    small = evaluate(chunked, ks=[1, 5], params={"corpus": "seval_chunk_small"}, per_question=True)
+    large = evaluate(chunked, ks=[1, 5], params={"corpus": "seval_chunk_large"}, per_question=True)
     # words 14-17 of the article: chunk 2 of the 6-word cut (words 12-17), chunk 1 of the 14/4 cut (10-23)
-    small_row = per_question(small, "question:rate_limit", "bm25")
-    large_row = per_question(large, "question:rate_limit", "bm25")
-    assert small_row.relevant == ["chunk_small:api_rate_limits#2"]
-    assert large_row.relevant == ["chunk_large:api_rate_limits#1"]
-    assert all(r.startswith("chunk_small:") for r in small_row.ranked)
+    small_row = per_question(small, "seval_question:rate_limit", "bm25")
+    large_row = per_question(large, "seval_question:rate_limit", "bm25")
+    assert small_row.relevant == ["seval_chunk_small:api_rate_limits#2"]
+    assert large_row.relevant == ["seval_chunk_large:api_rate_limits#1"]
+    assert all(r.startswith("seval_chunk_small:") for r in small_row.ranked)
     assert small_row.recall > 0 and large_row.recall == 1.0
     # questions without passages are still scored by document on both tables
-    assert per_question(small, "question:signin", "vector").relevant[0].startswith("article:")
+    assert per_question(small, "seval_question:signin", "vector").relevant[0].startswith("seval_article:")
 
 
 def test_a_quote_label_that_matches_nothing_is_reported_not_scored(chunked):
-    chunked.query("UPDATE question:money_back SET passages = [{ doc: article:refund_request, quote: 'store credit within a week' }]")
-    runs_before = chunked.value("RETURN count(SELECT * FROM eval_run)")
-    with pytest.raises(Rejected, match='question:money_back -> article:refund_request "store credit within a week"'):
-        evaluate(chunked, ks=[3], params={"corpus": "chunk_small"})
-    assert chunked.value("RETURN count(SELECT * FROM eval_run)") == runs_before
+    chunked.query("UPDATE seval_question:money_back SET passages = [{ doc: seval_article:refund_request, quote: 'store credit within a week' }]")
+    runs_before = chunked.value("RETURN count(SELECT * FROM seval_run)")
+    with pytest.raises(Rejected, match='seval_question:money_back -> seval_article:refund_request "store credit within a week"'):
+        evaluate(chunked, ks=[3], params={"corpus": "seval_chunk_small"})
+    assert chunked.value("RETURN count(SELECT * FROM seval_run)") == runs_before
 
 
 def test_quote_labels_resolve_on_the_documents_too(chunked):
-    chunked.query("UPDATE question:rate_limit SET passages = [{ doc: article:api_rate_limits, quote: 'Retry-After header' }]")
+    chunked.query("UPDATE seval_question:rate_limit SET passages = [{ doc: seval_article:api_rate_limits, quote: 'Retry-After header' }]")
     report = evaluate(chunked, ks=[1], per_question=True)
-    assert per_question(report, "question:rate_limit", "bm25").relevant == ["article:api_rate_limits"]
+    assert per_question(report, "seval_question:rate_limit", "bm25").relevant == ["seval_article:api_rate_limits"]
 
 
 def test_a_phrase_cut_in_two_by_a_chunking_is_reported_for_that_chunking(chunked):
-    chunked.query("UPDATE question:rate_limit SET passages = [{ doc: article:api_rate_limits, quote: '100 requests per minute' }]")
-    evaluate(chunked, ks=[1], params={"corpus": "chunk_large"})  # words 4-7: inside chunk 0 (words 0-13)
-    with pytest.raises(Rejected, match="quote labels that match nothing in chunk_small"):
-        evaluate(chunked, ks=[1], params={"corpus": "chunk_small"})  # cut between chunk 0 (0-5) and 1 (6-11)
+    chunked.query("UPDATE seval_question:rate_limit SET passages = [{ doc: seval_article:api_rate_limits, quote: '100 requests per minute' }]")
+    evaluate(chunked, ks=[1], params={"corpus": "seval_chunk_large"})  # words 4-7: inside chunk 0 (words 0-13)
+    with pytest.raises(Rejected, match="quote labels that match nothing in seval_chunk_small"):
+        evaluate(chunked, ks=[1], params={"corpus": "seval_chunk_small"})  # cut between chunk 0 (0-5) and 1 (6-11)
 
 
 def test_evaluating_an_unknown_corpus_table_is_refused(seeded):
-    with pytest.raises(Rejected, match="no corpus table chunk_nope"):
-        evaluate(seeded, ks=[1], params={"corpus": "chunk_nope"})
+    with pytest.raises(Rejected, match="no corpus table seval_chunk_nope"):
+        evaluate(seeded, ks=[1], params={"corpus": "seval_chunk_nope"})
 
 
 class WordHashEmbedder:
@@ -142,19 +142,19 @@ class WordHashEmbedder:
 def test_chunk_corpus_cuts_embeds_and_bulk_loads_a_chunk_table(seeded):
     from surreal_eval.load.chunking import chunk_corpus
 
-    report = chunk_corpus(seeded, source="article", target="chunk_cli", size=8, overlap=2, embedder=WordHashEmbedder())
-    expected = sum(len(split_words(c, 8, 2)) for c in seeded.value("SELECT VALUE content FROM article"))
-    assert report.loaded == expected == seeded.value("RETURN count(SELECT id FROM chunk_cli)")
-    assert seeded.value("RETURN count(SELECT id FROM chunk_cli WHERE doc = NONE OR position = NONE)") == 0
-    assert "chunk_cli" in corpus_tables(seeded)
+    report = chunk_corpus(seeded, source="seval_article", target="seval_chunk_cli", size=8, overlap=2, embedder=WordHashEmbedder())
+    expected = sum(len(split_words(c, 8, 2)) for c in seeded.value("SELECT VALUE content FROM seval_article"))
+    assert report.loaded == expected == seeded.value("RETURN count(SELECT id FROM seval_chunk_cli)")
+    assert seeded.value("RETURN count(SELECT id FROM seval_chunk_cli WHERE doc = NONE OR position = NONE)") == 0
+    assert "seval_chunk_cli" in corpus_tables(seeded)
     # the chunk table is searchable: its BM25 and HNSW indexes were built by the bulk load
-    assert seeded.value("RETURN fn::retrieve_bm25('429 too many requests', 1, 'chunk_cli')")[0].id.startswith("api_rate_limits#")
-    assert len(seeded.value("RETURN fn::retrieve_vec([1, 0, 0, 0], 3, 'chunk_cli')")) == 3
-    assert evaluate(seeded, ks=[1, 3], params={"corpus": "chunk_cli"}).questions == 8
+    assert seeded.value("RETURN fn::seval::retrieve_bm25('429 too many requests', 1, 'seval_chunk_cli')")[0].id.startswith("api_rate_limits#")
+    assert len(seeded.value("RETURN fn::seval::retrieve_vec([1, 0, 0, 0], 3, 'seval_chunk_cli')")) == 3
+    assert evaluate(seeded, ks=[1, 3], params={"corpus": "seval_chunk_cli"}).questions == 8
 
 
 def test_chunking_into_the_documents_table_is_refused(seeded):
     from surreal_eval.load.chunking import chunk_corpus
 
     with pytest.raises(ConfigError, match="would overwrite the documents"):
-        chunk_corpus(seeded, target="article", size=8, embedder=WordHashEmbedder())
+        chunk_corpus(seeded, target="seval_article", size=8, embedder=WordHashEmbedder())

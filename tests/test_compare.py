@@ -57,14 +57,14 @@ def test_floor_zero_breaks_money_back_for_the_floored_hybrid_only(floors):
     assert {retriever for retriever, _ in changed} == {"hybrid_floor"}
     recall3 = row(comparison, "hybrid_floor", "recall@3")
     assert recall3.fixed == []
-    assert [(d.question, d.before, d.after) for d in recall3.broken] == [("question:money_back", 1.0, 0.0)]
+    assert [(d.question, d.before, d.after) for d in recall3.broken] == [("seval_question:money_back", 1.0, 0.0)]
     assert (recall3.mean_a, recall3.mean_b) == (1.0, 0.875)
     assert recall3.difference == pytest.approx(-1 / 8)
     # one differing question: its two sign patterns (+d, -d) each hold half of the mass, so p = 1
     assert recall3.p_value == 1.0 and recall3.n == 8
     # mrr@5: money_back's first label fell from rank 1 to rank 4
     mrr5 = row(comparison, "hybrid_floor", "mrr@5")
-    assert [(d.question, d.before, d.after) for d in mrr5.broken] == [("question:money_back", 1.0, 0.25)]
+    assert [(d.question, d.before, d.after) for d in mrr5.broken] == [("seval_question:money_back", 1.0, 0.25)]
     # what changed between the runs is the floor, and nothing else recorded
     assert comparison.changes == [Change(field="params.floor", a=3.0, b=0.0)]
     assert comparison.same_golden and comparison.shared == 8
@@ -74,7 +74,7 @@ def test_floor_zero_breaks_money_back_for_the_floored_hybrid_only(floors):
 def test_the_other_direction_lists_money_back_as_fixed(floors):
     db, base, zero = floors
     recall3 = row(compare_runs(db, zero.run, base.run, metrics=["recall@3"]), "hybrid_floor", "recall@3")
-    assert [(d.question, d.before, d.after) for d in recall3.fixed] == [("question:money_back", 0.0, 1.0)]
+    assert [(d.question, d.before, d.after) for d in recall3.fixed] == [("seval_question:money_back", 0.0, 1.0)]
     assert recall3.broken == [] and recall3.difference == pytest.approx(1 / 8)
 
 
@@ -91,7 +91,7 @@ def test_latest_and_previous_name_the_last_two_runs(floors):
 def test_run_references_that_name_nothing_are_refused(db):
     with pytest.raises(NotFound, match="no finished run yet"):
         resolve_run(db, "latest")
-    with pytest.raises(NotFound, match="eval_run:nope"):
+    with pytest.raises(NotFound, match="seval_run:nope"):
         resolve_run(db, "nope")
 
 
@@ -136,7 +136,7 @@ def test_a_significant_regression_has_the_hand_worked_p_value(seeded):
     # extreme in its tail, so the two-sided p is 2 x 1/64
     assert recall3.p_value == pytest.approx(2 / 64)
     # signin kept one of its three labels: 1/3; the others lost everything
-    assert [d.after for d in recall3.broken if d.question == "question:signin"] == [pytest.approx(1 / 3)]
+    assert [d.after for d in recall3.broken if d.question == "seval_question:signin"] == [pytest.approx(1 / 3)]
     a, b = question_scores(base, "vector", "recall@3"), question_scores(broken, "vector", "recall@3")
     oracle = paired_test(list(a.values()), list(b.values()))
     assert (recall3.p_value, recall3.low, recall3.high) == (oracle.p_value, oracle.low, oracle.high)
@@ -150,7 +150,7 @@ def test_different_golden_sets_are_compared_on_shared_questions_with_a_loud_warn
     comparison = compare_runs(seeded, base.run, more.run, metrics=["recall@3"])
     assert not comparison.same_golden
     assert (comparison.questions_a, comparison.questions_b, comparison.shared) == (8, 9, 8)
-    assert comparison.only_b == ["question:refund_status"] and comparison.only_a == []
+    assert comparison.only_b == ["seval_question:refund_status"] and comparison.only_a == []
     warning = comparison.warnings[0]
     assert warning.startswith("WARNING") and "DIFFERENT GOLDEN SETS" in warning
     assert "8 questions" in warning and "9 questions" in warning and "1 only in B" in warning
@@ -160,7 +160,7 @@ def test_different_golden_sets_are_compared_on_shared_questions_with_a_loud_warn
 
 def test_edited_labels_on_the_same_questions_also_warn(seeded):
     base = evaluate(seeded, ks=KS)
-    seeded.query("UPDATE question:money_back SET grades = [1, 1]")
+    seeded.query("UPDATE seval_question:money_back SET grades = [1, 1]")
     edited = evaluate(seeded, ks=KS)
     comparison = compare_runs(seeded, base.run, edited.run, metrics=["ndcg@3"])
     assert comparison.shared == 8 and not comparison.same_golden
@@ -172,12 +172,12 @@ def test_compare_two_retrievers_within_one_run(floors):
     # the lesson: vector misses rate_limit, which hybrid recovers; hybrid loses money_back
     within = compare_retrievers(db, base.run, "vector", "hybrid", "recall@3")
     (delta,) = within.rows
-    assert [d.question for d in delta.fixed] == ["question:rate_limit"]
-    assert [d.question for d in delta.broken] == ["question:money_back"]
+    assert [d.question for d in delta.fixed] == ["seval_question:rate_limit"]
+    assert [d.question for d in delta.broken] == ["seval_question:money_back"]
     assert delta.difference == 0.0 and delta.p_value == 1.0  # +1 and -1: every pattern is as extreme
     # the floor fixes money_back and keeps the 429 fix: 0.875 -> 1.000
     (floored,) = compare_retrievers(db, base.run, "hybrid", "hybrid_floor", "recall@3").rows
-    assert [(d.question, d.before, d.after) for d in floored.fixed] == [("question:money_back", 0.0, 1.0)]
+    assert [(d.question, d.before, d.after) for d in floored.fixed] == [("seval_question:money_back", 0.0, 1.0)]
     assert floored.broken == [] and floored.difference == pytest.approx(1 / 8)
     every = compare_retrievers(db, base.run, "vector", "hybrid", None)
     assert len(every.rows) == len(base.metrics) * len(KS)
@@ -211,7 +211,7 @@ def test_cli_compare_prints_changes_and_broken_questions(tmp_path):
     data = json.loads(result.stdout)
     assert (data["label_a"], data["label_b"]) == ("floor 3", "floor 0")
     (floored,) = [r for r in data["rows"] if r["retriever"] == "hybrid_floor"]
-    assert floored["broken"] == [{"question": "question:money_back", "before": 1.0, "after": 0.0}]
+    assert floored["broken"] == [{"question": "seval_question:money_back", "before": 1.0, "after": 0.0}]
     assert data["changes"] == [{"field": "params.floor", "a": 3.0, "b": 0.0}]
 
     text = cli(store, "compare", "previous", "latest", "--metric", "recall@3").stdout
@@ -223,7 +223,7 @@ def test_cli_compare_prints_changes_and_broken_questions(tmp_path):
     alone = cli(store, "compare", "latest")
     assert alone.exit_code == 2 and "two or more --retriever" in alone.stderr
     missing = cli(store, "compare", "latest", "nope")
-    assert missing.exit_code == 2 and "no finished run eval_run:nope" in missing.stderr
+    assert missing.exit_code == 2 and "no finished run seval_run:nope" in missing.stderr
     bad = cli(store, "compare", "previous", "latest", "--metric", "recall@9")
     assert bad.exit_code == 2 and "recall@9" in bad.stderr
 

@@ -40,8 +40,8 @@ def test_on_duplicate_keeps_one_row_and_counts_the_dropped(db, tmp_path, policy,
     folder = _repeat_d2(beir_folder(tmp_path / "beir"))
     report = load_beir(db, folder, on_duplicate=policy, batch_size=1)
     assert report.corpus.loaded == 3 and report.corpus.duplicates == 1 and report.golden.duplicates == 0
-    assert db.value("SELECT VALUE content FROM ONLY article:d2") == content
-    assert db.value("RETURN count(SELECT * FROM article)") == 3
+    assert db.value("SELECT VALUE content FROM ONLY seval_article:d2") == content
+    assert db.value("RETURN count(SELECT * FROM seval_article)") == 3
 
 
 def test_the_last_row_wins_within_one_batch_too(db, tmp_path):
@@ -52,7 +52,7 @@ def test_the_last_row_wins_within_one_batch_too(db, tmp_path):
     ])
     report = load_corpus(db, read_documents(path), on_duplicate="last")
     assert (report.loaded, report.duplicates) == (2, 1)
-    assert db.value("SELECT VALUE [content, embedding] FROM ONLY article:a") == ["second", [0, 1, 0, 0]]
+    assert db.value("SELECT VALUE [content, embedding] FROM ONLY seval_article:a") == ["second", [0, 1, 0, 0]]
 
 
 def test_a_replaced_question_takes_its_problems_and_labels_with_it(seeded, tmp_path):
@@ -64,7 +64,7 @@ def test_a_replaced_question_takes_its_problems_and_labels_with_it(seeded, tmp_p
     ])
     report = load_golden(seeded, read_questions(path), on_duplicate="last", batch_size=1)
     assert (report.loaded, report.labels, report.duplicates) == (2, 2, 1)
-    assert seeded.value("SELECT VALUE text FROM ONLY question:q1") == "where is my parcel"
+    assert seeded.value("SELECT VALUE text FROM ONLY seval_question:q1") == "where is my parcel"
     with pytest.raises(InputError, match=r"duplicate ids: q1 \(.*golden.jsonl lines 1 and 3\)"):
         load_golden(seeded, read_questions(path))
 
@@ -75,7 +75,7 @@ def test_an_unknown_label_of_a_question_still_staged_is_refused_under_last(seede
         {"id": "q2", "text": "b", "relevant": ["ghost"], "embedding": [0, 0, 1, 0]},
         {"id": "q1", "text": "c", "relevant": ["track_order"], "embedding": [0, 0, 1, 0]},
     ])
-    with pytest.raises(InputError, match="labels to unknown documents: q2 -> article:ghost"):
+    with pytest.raises(InputError, match="labels to unknown documents: q2 -> seval_article:ghost"):
         load_golden(seeded, read_questions(path), on_duplicate="last")
 
 

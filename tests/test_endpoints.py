@@ -21,7 +21,7 @@ runner = CliRunner()
 
 @pytest.fixture
 def server(seeded):
-    documents = {a["id"].id: a["title"] + " " + a["content"] for a in seeded.value("SELECT id, title, content FROM article")}
+    documents = {a["id"].id: a["title"] + " " + a["content"] for a in seeded.value("SELECT id, title, content FROM seval_article")}
     with serving(documents) as running:
         yield running
 
@@ -37,10 +37,10 @@ def test_an_endpoint_is_evaluated_beside_the_built_in_retrievers(seeded, server)
     report = evaluate(seeded, ks=[1, 3], retrievers=["bm25", "http:docs"], per_question=True)
     assert report.retrievers == ["bm25", "http:docs"] and server.requests == 8
     assert report.params["supplied"]["endpoints"] == {"docs": server.url + "/search"}
-    texts = sorted(q["text"] for q in seeded.value("SELECT text FROM question"))
+    texts = sorted(q["text"] for q in seeded.value("SELECT text FROM seval_question"))
     assert sorted(server.seen) == texts  # each question's text arrived whole, as it is
     for row in (r for r in report.per_question if r.retriever == "http:docs"):
-        expected = server.search(seeded.value("SELECT VALUE text FROM ONLY type::record('question', $q)", {"q": row.question.split(":", 1)[1]}), 3)
+        expected = server.search(seeded.value("SELECT VALUE text FROM ONLY type::record('seval_question', $q)", {"q": row.question.split(":", 1)[1]}), 3)
         assert [h.split(":", 1)[1] for h in row.ranked] == [h["id"] for h in expected["hits"]][: row.k]
     assert {r.retriever for r in report.results} == {"bm25", "http:docs"}
 
@@ -55,7 +55,7 @@ def test_a_bare_name_and_a_post_body_work_like_a_get(seeded, server):
 
 
 def test_hostile_question_text_is_sent_as_data(seeded, server):
-    seeded.query("UPDATE question:money_back SET text = $t", {"t": 'refund & k=999 "} {k} ?q=x#frag'})
+    seeded.query("UPDATE seval_question:money_back SET text = $t", {"t": 'refund & k=999 "} {k} ?q=x#frag'})
     register(seeded, server, name="posted", url=server.url + "/search", post='{"query": "{text}", "k": {k}}')
     register(seeded, server)
     evaluate(seeded, ks=[2], retrievers=["http:docs", "http:posted"])
@@ -80,7 +80,7 @@ def test_an_endpoint_failing_after_its_retries_records_nothing(seeded, server):
     server.status = 503
     register(seeded, server, retries=1)
     before = snapshot(seeded)
-    with pytest.raises(EndpointFailed, match=r"endpoint docs answered HTTP 503 for question:\w+ \(after 2 attempts\)"):
+    with pytest.raises(EndpointFailed, match=r"endpoint docs answered HTTP 503 for seval_question:\w+ \(after 2 attempts\)"):
         evaluate(seeded, ks=[1], retrievers=["bm25", "http:docs"])
     assert snapshot(seeded) == before
 
@@ -95,11 +95,11 @@ def test_a_slow_endpoint_times_out(seeded, server):
 
 
 @pytest.mark.parametrize(("answer", "options", "error", "message"), [
-    ({"results": []}, {}, EndpointFailed, "--ids 'hits[*].id' found no list of ids in the answer for question:"),
+    ({"results": []}, {}, EndpointFailed, "--ids 'hits[*].id' found no list of ids in the answer for seval_question:"),
     ({"hits": [{"id": "refund_request", "score": "x"}]}, {}, EndpointFailed, "--scores 'hits[*].score' found no number"),
     ({"hits": [{"id": "refund_request", "score": 1}, {"id": "refund_request", "score": 1}]}, {}, EndpointFailed,
      "ranked one id twice"),
-    ({"hits": [{"id": "nowhere", "score": 1}]}, {}, InputError, "endpoint docs returned 'nowhere' for question:"),
+    ({"hits": [{"id": "nowhere", "score": 1}]}, {}, InputError, "endpoint docs returned 'nowhere' for seval_question:"),
 ])
 def test_an_answer_without_the_ranking_records_nothing(seeded, server, answer, options, error, message):
     server.answer = answer

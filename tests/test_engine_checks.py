@@ -137,9 +137,9 @@ def test_a_passed_check_is_reused_until_what_it_depends_on_changes():
     second = evaluate(db, ks=[1, 3], params={"corpus": "notes"})
     assert [c.status for c in second.checks] == ["passed", "passed"] and all(kept in c.note for c in second.checks)
     # --fresh asks again (and keeps what it found)
-    before = db.value("SELECT VALUE checked_at FROM engine_check ORDER BY id")
+    before = db.value("SELECT VALUE checked_at FROM seval_engine_check ORDER BY id")
     assert not any(kept in c.note for c in evaluate(db, ks=[1], params={"corpus": "notes"}, fresh=True).checks)
-    assert db.value("SELECT VALUE checked_at FROM engine_check ORDER BY id") > before
+    assert db.value("SELECT VALUE checked_at FROM seval_engine_check ORDER BY id") > before
     # a new document changes the content: the BM25 check is asked again (and the vector one, its embeddings changed too)
     db.query("CREATE notes:i CONTENT { body: 'receipts printed', vec: [0.2, 0.2, 0.2, 0.4], other: [0.4, 0.2, 0.2, 0.2] }")
     assert not any(kept in c.note for c in evaluate(db, ks=[1], params={"corpus": "notes"}).checks)
@@ -147,11 +147,11 @@ def test_a_passed_check_is_reused_until_what_it_depends_on_changes():
     db.query("REMOVE INDEX notes_vec ON notes; DEFINE INDEX notes_vec ON notes FIELDS other HNSW DIMENSION 4 DIST COSINE;")
     refused(db, "the vector retriever returns")
     # the keys hold the engine's version: another engine asks again
-    keys = [db.value("RETURN fn::engine_check_keys({ bm25: 'b', vector: 'v' }, [], 'h', { engine: $e })", {"e": e})
+    keys = [db.value("RETURN fn::seval::engine_check_keys({ bm25: 'b', vector: 'v' }, [], 'h', { engine: $e })", {"e": e})
             for e in ("surrealdb-3.0.0", "surrealdb-3.0.1")]
     assert keys[0]["bm25"] != keys[1]["bm25"] and keys[0]["vector"] != keys[1]["vector"]
-    assert db.value("RETURN fn::engine_check_keys({ bm25: 'b', vector: 'v' }, [], 'h', { engine: 'x', fresh: true })").get("fresh") is True
-    assert db.value("RETURN fn::engine_check_keys({ bm25: 'b', vector: 'v' }, [], 'h', {})") is None
+    assert db.value("RETURN fn::seval::engine_check_keys({ bm25: 'b', vector: 'v' }, [], 'h', { engine: 'x', fresh: true })").get("fresh") is True
+    assert db.value("RETURN fn::seval::engine_check_keys({ bm25: 'b', vector: 'v' }, [], 'h', {})") is None
     db.close()
 
 
@@ -160,7 +160,7 @@ def test_a_run_that_fails_after_its_checks_keeps_none_of_them():
     before = snapshot(db)
     with pytest.raises(Rejected):  # k deeper than the vector index: refused once the checks have passed
         evaluate(db, ks=[101], params={"corpus": "notes"})
-    assert snapshot(db) == before and db.value("SELECT * FROM engine_check") == []
+    assert snapshot(db) == before and db.value("SELECT * FROM seval_engine_check") == []
     db.close()
 
 
@@ -182,10 +182,10 @@ def test_a_failed_check_exits_3_with_one_line(tmp_path, monkeypatch):
     ([0.0] * 5, 10, False),           # half the corpus matches: idf may be 0, nothing to conclude
 ])
 def test_a_zero_score_is_refused_only_where_bm25_cannot_give_it(db, scores, documents, fails):
-    matches = [{"id": f"article:{i}", "score": s} for i, s in enumerate(scores)]
-    call = "RETURN fn::check_scores_positive($m, 'word', $n)"
+    matches = [{"id": f"seval_article:{i}", "score": s} for i, s in enumerate(scores)]
+    call = "RETURN fn::seval::check_scores_positive($m, 'word', $n)"
     if fails:
-        with pytest.raises(EngineCheckFailed, match=r"engine check failed: search::score gave no positive score to article:\d, which matches 'word'"):
+        with pytest.raises(EngineCheckFailed, match=r"engine check failed: search::score gave no positive score to seval_article:\d, which matches 'word'"):
             db.value(call, {"m": matches, "n": documents})
     else:
         assert db.value(call, {"m": matches, "n": documents}) is None

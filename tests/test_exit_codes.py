@@ -34,7 +34,7 @@ def demo_store(path: Path, runs: int = 0) -> str:
 def test_a_permission_refusal_exits_with_its_own_code_not_the_gate_code(store, monkeypatch):
     url = store  # the demo and an evaluator account `ci` (test_access's fixture)
     monkeypatch.setenv("SURREAL_EVAL_PASS", PASSWORD)
-    code = run_cli(["--url", url, "--access", "evaluator", "--user", "ci", "init", "--dimension", "4"])
+    code = run_cli(["--url", url, "--access", "seval_evaluator", "--user", "ci", "init", "--dimension", "4"])
     assert code == 5 and EXIT_CODES[5].startswith("permission denied")
 
 
@@ -130,6 +130,6 @@ def test_init_on_an_unchanged_store_applies_nothing_but_a_changed_config_applies
     assert "imported" in said and "retrievers" in said
     db = connect(Settings(url=url))
     try:
-        assert db.value("SELECT VALUE knn_ef FROM ONLY harness_config:current") == 50
+        assert db.value("SELECT VALUE knn_ef FROM ONLY seval_config:current") == 50
     finally:
         db.close()

@@ -34,8 +34,8 @@ def assert_runs_complete(store: Path) -> int:
         runs = history(db)
         for run in runs:
             rid = db.value("RETURN type::record($r)", {"r": run.run})
-            ranked = db.value("RETURN count(SELECT question FROM eval_ranking WHERE run = $r AND retriever != 'floor_sweep' GROUP BY question)", {"r": rid})
-            results = db.value("RETURN math::sum(SELECT VALUE array::len(results) FROM eval_ranking WHERE run = $r AND retriever != 'floor_sweep')", {"r": rid})
+            ranked = db.value("RETURN count(SELECT question FROM seval_ranking WHERE run = $r AND retriever != 'floor_sweep' GROUP BY question)", {"r": rid})
+            results = db.value("RETURN math::sum(SELECT VALUE array::len(results) FROM seval_ranking WHERE run = $r AND retriever != 'floor_sweep')", {"r": rid})
             assert ranked == run.questions
             assert results == run.questions * len(run.retrievers) * len(run.ks)
             assert len(run.results) == len(run.retrievers) * len(run.ks)
@@ -98,7 +98,7 @@ def unfinished_moves(store: Path) -> list:
     raw = Surreal(f"surrealkv://{store}")
     try:
         raw.use("surreal_eval", "surreal_eval")
-        return raw.query("SELECT VALUE [record::id(id), state] FROM ingest_journal").execute()[0]
+        return raw.query("SELECT VALUE [record::id(id), state] FROM seval_ingest_journal").execute()[0]
     finally:
         raw.close()
 
@@ -108,20 +108,20 @@ def assert_loads_whole(store: Path) -> tuple[int, int]:
     questions, indexes built, no journal or staging left, and the store evaluates."""
     db = connect(Settings(url=f"surrealkv://{store}"))
     try:
-        loaded = db.value("SELECT VALUE content FROM article WHERE string::starts_with(record::id(id), 'n') "
-                          "OR id = article:track_order")
+        loaded = db.value("SELECT VALUE content FROM seval_article WHERE string::starts_with(record::id(id), 'n') "
+                          "OR id = seval_article:track_order")
         doc_gens = {text.split()[0] for text in loaded}
         assert len(loaded) in (1, 1501)
         assert len(doc_gens) == 1  # all of one load: never some rows of one and some of another
-        questions = db.value("SELECT VALUE text FROM question WHERE string::starts_with(record::id(id), 'g')")
+        questions = db.value("SELECT VALUE text FROM seval_question WHERE string::starts_with(record::id(id), 'g')")
         q_gens = {text.split()[0] for text in questions}
         assert len(questions) in (0, 300) and len(q_gens) <= 1
-        assert db.value("SELECT VALUE id FROM ingest_journal") == []
-        assert [t for t in db.value("INFO FOR DB")["tables"] if t.startswith(("_ingest_", "_undo_"))] == []
-        for index in ("article_content", "article_embedding"):
-            assert db.value(f"INFO FOR INDEX {index} ON article")["building"]["status"] == "ready"
-        assert db.value("SELECT VALUE record::id(id) FROM article WHERE content @1,OR@ 'parcel' "
-                        "AND id = article:track_order") == ["track_order"]
+        assert db.value("SELECT VALUE id FROM seval_ingest_journal") == []
+        assert [t for t in db.value("INFO FOR DB")["tables"] if t.startswith(("seval_stage_", "_undo_"))] == []
+        for index in ("seval_article_content", "seval_article_embedding"):
+            assert db.value(f"INFO FOR INDEX {index} ON seval_article")["building"]["status"] == "ready"
+        assert db.value("SELECT VALUE record::id(id) FROM seval_article WHERE content @1,OR@ 'parcel' "
+                        "AND id = seval_article:track_order") == ["track_order"]
         # BM25 only: on these 1,500 nearly collinear vectors the HNSW graph misses even a record's own
         # embedding, which the vector engine check rightly refuses; what is tested here is the loads
         report = evaluate(db, ks=[1], retrievers=["bm25"])
@@ -139,8 +139,8 @@ def test_sigkill_during_loads_leaves_each_load_whole_or_none(tmp_path, attempt):
     store = tmp_path / "store"
     cli(store, "init", "--demo")
     # (the step to kill in, and the journal row it must leave) or None: a random moment
-    targets = [("moving into article", ["article", "moving"]), ("moving into question", ["question", "moving"]),
-               ("building indexes", ["article", "indexing"]), None, None, None]
+    targets = [("moving into seval_article", ["seval_article", "moving"]), ("moving into seval_question", ["seval_question", "moving"]),
+               ("building indexes", ["seval_article", "indexing"]), None, None, None]
     target, rng = targets[attempt], random.Random(attempt)
     child = subprocess.Popen([sys.executable, "-c", LOADER, f"surrealkv://{store}"],
                              env=CHILD_ENV, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
@@ -221,21 +221,21 @@ def test_connecting_to_a_server_retries_then_fails_clearly(monkeypatch):
 
 
 def test_an_unfinished_run_left_by_a_dead_process_is_discarded_and_never_shown(seeded):
-    started = seeded.value("RETURN fn::start_run([1], ['bm25'], {}, 'dead')")
-    seeded.value("RETURN fn::evaluate_questions($r, $ids)", {"r": started["run"], "ids": started["questions"][:3]})
+    started = seeded.value("RETURN fn::seval::start_run([1], ['bm25'], {}, 'dead')")
+    seeded.value("RETURN fn::seval::evaluate_questions($r, $ids)", {"r": started["run"], "ids": started["questions"][:3]})
     assert history(seeded) == []  # partial: invisible
-    assert seeded.value("RETURN count(SELECT id FROM eval_ranking WHERE results != NONE)") > 0
+    assert seeded.value("RETURN count(SELECT id FROM seval_ranking WHERE results != NONE)") > 0
     evaluate(seeded, ks=[1])  # the next evaluation on this (embedded) store clears it
     assert seeded.value("RETURN record::exists($r)", {"r": started["run"]}) is False
-    assert seeded.value("RETURN count(SELECT id FROM eval_ranking WHERE run = $r)", {"r": started["run"]}) == 0
+    assert seeded.value("RETURN count(SELECT id FROM seval_ranking WHERE run = $r)", {"r": started["run"]}) == 0
     assert len(history(seeded)) == 1
 
 
 def test_finishing_a_run_with_unscored_questions_is_refused(seeded):
-    started = seeded.value("RETURN fn::start_run([1], ['bm25'], {}, 'partial')")
-    seeded.value("RETURN fn::evaluate_questions($r, $ids)", {"r": started["run"], "ids": started["questions"][:2]})
+    started = seeded.value("RETURN fn::seval::start_run([1], ['bm25'], {}, 'partial')")
+    seeded.value("RETURN fn::seval::evaluate_questions($r, $ids)", {"r": started["run"], "ids": started["questions"][:2]})
     with pytest.raises(Exception, match="scored 2 of its 8 questions"):
-        seeded.value("RETURN fn::finish_run($r)", {"r": started["run"]})
+        seeded.value("RETURN fn::seval::finish_run($r)", {"r": started["run"]})
     assert history(seeded) == []
 
 
@@ -320,4 +320,4 @@ def test_two_evaluations_through_one_connection_each_record_their_own_run(seeded
     assert failures == []
     assert sorted(reports) == ["first", "second"]
     assert sorted(r.run for r in history(seeded)) == sorted(r.run for r in reports.values())
-    assert seeded.value("RETURN count(SELECT id FROM eval_run WHERE finished_at = NONE)") == 0
+    assert seeded.value("RETURN count(SELECT id FROM seval_run WHERE finished_at = NONE)") == 0

@@ -12,20 +12,20 @@ def hits(db, sql):
 
 
 def test_rrf_score_is_the_sum_of_reciprocal_ranks_with_the_constant(db):
-    got = hits(db, "RETURN fn::fuse_rrf([[{id: article:a}, {id: article:b}], [{id: article:b}, {id: article:c}]], 10, 10)")
+    got = hits(db, "RETURN fn::seval::fuse_rrf([[{id: seval_article:a}, {id: seval_article:b}], [{id: seval_article:b}, {id: seval_article:c}]], 10, 10)")
     assert got == [("b", round(1 / 12 + 1 / 11, 12)), ("a", round(1 / 11, 12)), ("c", round(1 / 12, 12))]
 
 
 def test_rrf_ties_are_broken_by_record_id(db):
-    got = hits(db, "RETURN fn::fuse_rrf([[{id: article:z}], [{id: article:m}], [{id: article:a}]], 3, 60)")
+    got = hits(db, "RETURN fn::seval::fuse_rrf([[{id: seval_article:z}], [{id: seval_article:m}], [{id: seval_article:a}]], 3, 60)")
     assert [i for i, _ in got] == ["a", "m", "z"]
 
 
 def test_linear_fusion_min_max_normalises_and_weights(db):
     # BM25 scores 3, 1, 2 -> min-max 1, 0, 0.5; vector distances 0, 1 -> 1/(1+d) = 1, 0.5 -> 1, 0
-    sql = """RETURN fn::fuse_linear([
-        [{id: article:a, score: 3}, {id: article:c, score: 2}, {id: article:b, score: 1}],
-        [{id: article:b, distance: 0}, {id: article:d, distance: 1}]
+    sql = """RETURN fn::seval::fuse_linear([
+        [{id: seval_article:a, score: 3}, {id: seval_article:c, score: 2}, {id: seval_article:b, score: 1}],
+        [{id: seval_article:b, distance: 0}, {id: seval_article:d, distance: 1}]
     ], [0.25, 0.75], 10, 'minmax')"""
     got = dict(hits(db, sql))
     assert got["b"] == pytest.approx(0.25 * 0 + 0.75 * 1)
@@ -43,8 +43,8 @@ def test_linear_weights_move_the_ranking_between_lexical_and_semantic(seeded):
         (row,) = [r for r in report.per_question if r.retriever == retriever and r.question == question]
         return row.ranked[0] if row.ranked else None
 
-    assert top1(lexical, "hybrid_linear", "question:rate_limit") == top1(bm25_vec, "bm25", "question:rate_limit")
-    assert top1(semantic, "hybrid_linear", "question:money_back") == top1(bm25_vec, "vector", "question:money_back")
+    assert top1(lexical, "hybrid_linear", "seval_question:rate_limit") == top1(bm25_vec, "bm25", "seval_question:rate_limit")
+    assert top1(semantic, "hybrid_linear", "seval_question:money_back") == top1(bm25_vec, "vector", "seval_question:money_back")
     assert lexical.params["weights"] == [1, 0] and semantic.params["norm"] == "minmax"
 
 

@@ -74,15 +74,15 @@ DIMENSION = 4
 # ------------------------------------------------------------------------------------ strategies
 
 FRAGMENTS = (
-    "'; REMOVE TABLE article; --",
-    '"); DELETE article; RETURN ("',
+    "'; REMOVE TABLE seval_article; --",
+    '"); DELETE seval_article; RETURN ("',
     "DEFINE USER x ON ROOT PASSWORD 'p' ROLES OWNER;",
     "DEFINE USER y ON DATABASE PASSWORD 'p' ROLES OWNER;",
-    "}; REMOVE TABLE question; {",
-    "SELECT * FROM article; UPDATE article SET content = 'pwned';",
+    "}; REMOVE TABLE seval_question; {",
+    "SELECT * FROM seval_article; UPDATE seval_article SET content = 'pwned';",
     "$auth", "$session", "$value", "$rows", "$this", "{{dimension}}", "{{corpus}}", "{{ staging }}",
     "⟨", "⟩", "⟨x⟩", "`", "``", "'", '"', "\\", "\\u0000", "\x00", "/*", "*/", "--", ";", "@1,OR@",
-    "article:x", "article:⟨x⟩", "question:x", "type::table('x')", "<|3,40|>",
+    "seval_article:x", "seval_article:⟨x⟩", "seval_question:x", "type::table('x')", "<|3,40|>",
     "[bold]", "[/]", "[/bold]", "[link=http://x]", ":smile:", "\x1b[2J", "%s", "{}", "{0}",
     "\t", "\n", "\r", "\r\n", " ", "\x0b", "\x85", "\u2028", "\ufeff", "\u200b", "\U0001F600", "é", "ß", "İ",
     "0", "-1", "1e309", "NaN", "null", "NONE", "true", "[]", "{}", "a;b", ",", '""',
@@ -302,8 +302,8 @@ def csv_documents(draw) -> Case:
 
 
 def label(draw, ident: str) -> str:
-    """A label naming article `ident`: bare, or as article:ident."""
-    return draw(st.sampled_from([ident, f"article:{ident}"]))
+    """A label naming article `ident`: bare, or as seval_article:ident."""
+    return draw(st.sampled_from([ident, f"seval_article:{ident}"]))
 
 
 @st.composite
@@ -367,7 +367,7 @@ def bad_question(draw, kind: str, questions: dict[str, dict[str, Any]]) -> Any:
     if kind == "unknown_label":
         return {**good, "relevant": ["track_order", draw(hostile_id.filter(lambda s: s.strip() != ""))]}
     if kind == "label_twice":
-        return {**good, "relevant": ["track_order", "article:track_order"]}
+        return {**good, "relevant": ["track_order", "seval_article:track_order"]}
     if kind == "dimension":
         return {**good, "embedding": [1.0, 0.0]}
     if kind == "extra_key":
@@ -642,7 +642,7 @@ def nobody_let_in(db) -> None:
     assert db.value("INFO FOR NS")["users"] == {}
     info = db.value("INFO FOR DB")
     assert info["users"] == {}
-    assert not [t for t in info["tables"] if t.startswith("_ingest_")]
+    assert not [t for t in info["tables"] if t.startswith("seval_stage_")]
 
 
 def schema_intact(db, before: dict[str, Any], added: set[str] = frozenset()) -> None:
@@ -667,7 +667,7 @@ def expected_documents(docs: dict[str, dict[str, Any]]) -> dict[str, dict[str, A
 
 def stored_questions(db) -> dict[str, dict[str, Any]]:
     rows = db.value("SELECT record::id(id) AS id, text, relevant, grades, category, language, source, split, "
-                    "passages FROM question WHERE record::id(id) NOTINSIDE $seed", {"seed": list(SEED_QUESTIONS)})
+                    "passages FROM seval_question WHERE record::id(id) NOTINSIDE $seed", {"seed": list(SEED_QUESTIONS)})
     return {r["id"]: {"text": r["text"], "relevant": [record_str(x) for x in r["relevant"]], "grades": r.get("grades"),
                       "category": r.get("category"), "language": r.get("language"), "source": r.get("source"),
                       "split": r.get("split"),
@@ -676,15 +676,15 @@ def stored_questions(db) -> dict[str, dict[str, Any]]:
 
 
 def expected_questions(questions: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
-    return {i: {"text": q["text"], "relevant": [f"article:{r}" for r in q["relevant"]],
+    return {i: {"text": q["text"], "relevant": [f"seval_article:{r}" for r in q["relevant"]],
                 "grades": [float(g) for g in q["grades"]] if q.get("grades") is not None else [1.0] * len(q["relevant"]),
                 "category": q.get("category"), "language": q.get("language"), "source": q.get("source"),
                 "split": q.get("split"),
-                "passages": [{"doc": f"article:{p['doc']}", "quote": p["quote"]} for p in q["passages"]] if q.get("passages") else None}
+                "passages": [{"doc": f"seval_article:{p['doc']}", "quote": p["quote"]} for p in q["passages"]] if q.get("passages") else None}
             for i, q in questions.items()}
 
 
-def check_library(case: Case, db, load: Callable[[], Any], *, table: str = "article") -> None:
+def check_library(case: Case, db, load: Callable[[], Any], *, table: str = "seval_article") -> None:
     """Load through the library: the rows verbatim, or InputError and the database as it was."""
     event(f"bad row: {case.bad}")
     before = snapshot(db)
@@ -701,11 +701,11 @@ def check_library(case: Case, db, load: Callable[[], Any], *, table: str = "arti
     if "questions" in case.kinds:
         assert stored_questions(db) == expected_questions(case.questions)
     if "documents" not in case.kinds:
-        assert db.value("RETURN count(SELECT * FROM article)") == len(SEED_ARTICLES)
+        assert db.value("RETURN count(SELECT * FROM seval_article)") == len(SEED_ARTICLES)
     schema_intact(db, before["info"])
 
 
-def check_cli(case: Case, store: Path, args: list[str], *, table: str = "article") -> None:
+def check_cli(case: Case, store: Path, args: list[str], *, table: str = "seval_article") -> None:
     """Load through the CLI: exit 0 and the rows verbatim, or one line, exit 2 and the store as it was."""
     with opened(store) as db:
         before = snapshot(db)
@@ -724,7 +724,7 @@ def check_cli(case: Case, store: Path, args: list[str], *, table: str = "article
         if "questions" in case.kinds:
             assert stored_questions(db) == expected_questions(case.questions)
         if "documents" not in case.kinds:
-            assert db.value("RETURN count(SELECT * FROM article)") == len(SEED_ARTICLES)
+            assert db.value("RETURN count(SELECT * FROM seval_article)") == len(SEED_ARTICLES)
 
 
 # ------------------------------------------------------------------ what fuzzing found, kept as examples
@@ -752,11 +752,11 @@ FOUND_BLANK_QUOTE = Case(
     "blank_text", QUESTIONS)
 #: a BEIR document whose id starts with `article:` was refused as a label to an unknown document
 FOUND_PREFIXED_DOCUMENT_ID = Case(
-    {"beir/corpus.jsonl": jsonl_bytes([{"_id": "article:x", "text": "x", "embedding": V}]),
+    {"beir/corpus.jsonl": jsonl_bytes([{"_id": "seval_article:x", "text": "x", "embedding": V}]),
      "beir/queries.jsonl": jsonl_bytes([{"_id": "q", "text": "t", "embedding": V}]),
      "beir/qrels/test.tsv": b"query-id\tcorpus-id\tscore\nq\tarticle:x\t1\n"},
-    None, DOCS | QUESTIONS, documents={"article:x": {**_document(), "title": ""}},
-    questions={"q": _question_fields(["article:x"], grades=[1.0], split="test")})
+    None, DOCS | QUESTIONS, documents={"seval_article:x": {**_document(), "title": ""}},
+    questions={"q": _question_fields(["seval_article:x"], grades=[1.0], split="test")})
 #: a BEIR query with an empty id was a pydantic ValidationError traceback
 FOUND_EMPTY_QUERY_ID = Case(
     {"beir/corpus.jsonl": jsonl_bytes([{"_id": "d", "text": "x", "embedding": V}]),
@@ -773,8 +773,8 @@ FOUND_TSV_QUERIES_NOT_UTF8 = Case(
 
 
 @FUZZ
-@given(case=jsonl_documents(), table=st.sampled_from(["article", "docs"]))
-@example(case=FOUND_DUPLICATE_WITH_LINE_BREAKS, table="article")
+@given(case=jsonl_documents(), table=st.sampled_from(["seval_article", "docs"]))
+@example(case=FOUND_DUPLICATE_WITH_LINE_BREAKS, table="seval_article")
 def test_jsonl_documents_load_verbatim_or_not_at_all(templates, case, table):
     with example_dir(case.files) as root:
         with closing(fresh_db()) as db:
@@ -783,7 +783,7 @@ def test_jsonl_documents_load_verbatim_or_not_at_all(templates, case, table):
 
 
 @FUZZ
-@given(case=csv_documents(), table=st.sampled_from(["article", "docs"]))
+@given(case=csv_documents(), table=st.sampled_from(["seval_article", "docs"]))
 def test_csv_documents_load_verbatim_or_not_at_all(templates, case, table):
     with example_dir(case.files) as root:
         with closing(fresh_db()) as db:
@@ -846,7 +846,7 @@ def test_hostile_questions_evaluate_diagnose_and_export(templates, questions, ru
     """Hostile ids and texts are scored by name, diagnosed, and exported as TREC (or refused, with whitespace)."""
     questions = {i: {**q, "passages": None} for i, q in questions.items()}  # hostile quotes match no article
     lines = [{"id": i, **{k: v for k, v in q.items() if v is not None}} for i, q in questions.items()]
-    names = {f"question:{i}" for i in questions}
+    names = {f"seval_question:{i}" for i in questions}
     whitespace = any(ch.isspace() for i in questions for ch in i)
     with closing(seeded_db()) as db:
         tables = db.value("INFO FOR DB")
@@ -855,12 +855,12 @@ def test_hostile_questions_evaluate_diagnose_and_export(templates, questions, ru
         assert report.questions == len(SEED_QUESTIONS) + len(questions)
         assert names <= {r.question for r in report.per_question}
         for ident, q in questions.items():
-            found = diagnose(db, f"question:{ident}", k=3)
-            assert (found.question, found.text) == (f"question:{ident}", q["text"])
+            found = diagnose(db, f"seval_question:{ident}", k=3)
+            assert (found.question, found.text) == (f"seval_question:{ident}", q["text"])
         exported = attempt(lambda: list(export_run_trec(db, report.run)))
         check_trec(exported, questions, whitespace)
         schema_intact(db, tables)
-        assert db.value("RETURN count(SELECT * FROM article)") == len(SEED_ARTICLES)
+        assert db.value("RETURN count(SELECT * FROM seval_article)") == len(SEED_ARTICLES)
     with example_dir({"golden.jsonl": jsonl_bytes(lines)}) as root:
         store = store_copy(templates, "seeded", root)
         succeeded(cli(store, "load", "golden", str(root / "golden.jsonl")))
@@ -870,7 +870,7 @@ def test_hostile_questions_evaluate_diagnose_and_export(templates, questions, ru
         shown = json.loads(result.stdout)
         assert names <= {r["question"] for r in shown["per_question"]}
         for ident in questions:
-            succeeded(cli(store, "diagnose", f"question:{ident}", "--k", "3"))
+            succeeded(cli(store, "diagnose", f"seval_question:{ident}", "--k", "3"))
         result = cli(store, "export", "run", shown["run"])
         if whitespace:
             assert "whitespace" in one_line_error(result, 2)
@@ -880,7 +880,7 @@ def test_hostile_questions_evaluate_diagnose_and_export(templates, questions, ru
         succeeded(cli(store, "history"))
         with opened(store) as db:
             nobody_let_in(db)
-            assert db.value("RETURN count(SELECT * FROM article)") == len(SEED_ARTICLES)
+            assert db.value("RETURN count(SELECT * FROM seval_article)") == len(SEED_ARTICLES)
 
 
 def check_trec(exported: Any, questions: dict[str, dict[str, Any]], whitespace: bool) -> None:
@@ -900,7 +900,7 @@ def check_trec(exported: Any, questions: dict[str, dict[str, Any]], whitespace: 
 # --------------------------------------------------------------------- identifiers on the command line
 
 NOT_IDENTIFIERS = ["article; REMOVE TABLE x", "a-b", "⟨x⟩", "", "a" * 100, "article\n", "`article`", " article",
-                   "1abc", "ártículo", "article --", "question:x", "article\x00"]
+                   "1abc", "ártículo", "article --", "seval_question:x", "article\x00"]
 not_identifier = st.one_of(st.sampled_from(NOT_IDENTIFIERS), hostile.filter(lambda s: not IDENTIFIER.fullmatch(s)))
 EMBEDDER = "openai:m@http://127.0.0.1:9/v1"  # never called: every command here is refused before
 GOOD_DOCS = {"fz1": {"title": "t", "content": "parcel", "embedding": [1.0, 0.0, 0.0, 0.0], "metadata": None},
@@ -939,13 +939,13 @@ def test_table_and_account_names_that_are_not_identifiers_are_refused(templates,
             nobody_let_in(db)
 
 
-HARNESS_TABLES = ("question", "eval_run", "eval_ranking", "eval_watch", "ingest", "evaluator",
-                  "harness_config", "harness_script", "corpus_table")
+HARNESS_TABLES = ("seval_question", "seval_run", "seval_ranking", "seval_watch", "seval_ingest", "seval_evaluator",
+                  "seval_config", "seval_script", "seval_corpus")
 identifier_name = st.one_of(
-    st.sampled_from(HARNESS_TABLES + ("_ingest_article", "select", "NONE", "true", "null", "FROM", "ONLY", "VALUE",
+    st.sampled_from(HARNESS_TABLES + ("seval_stage_article", "select", "NONE", "true", "null", "FROM", "ONLY", "VALUE",
                                       "table", "delete", "Function", "tb", "x" * 55, "x" * 56)),
     st.from_regex(IDENTIFIER, fullmatch=True),
-).filter(lambda s: s != "article")
+).filter(lambda s: s != "seval_article")
 
 
 @FUZZ
@@ -967,7 +967,7 @@ def test_an_identifier_loads_a_corpus_table_or_is_refused_cleanly(templates, nam
             assert snapshot(db) == before
         result = cli(store, "load", "corpus", str(root / "docs.jsonl"), f"--table={name}")
         no_traceback(result)
-        if name in HARNESS_TABLES or name.startswith("_ingest_") or reserved or result.exit_code != 0:
+        if name in HARNESS_TABLES or name.startswith("seval_stage_") or reserved or result.exit_code != 0:
             one_line_error(result, 2 if name in HARNESS_TABLES or reserved else result.exit_code)
             assert result.exit_code != 0
             with opened(store) as db:
@@ -1027,7 +1027,7 @@ def test_any_bytes_in_any_file_load_or_are_refused_in_one_line(name, data):
 def test_a_schema_refusal_of_any_id_is_rejected_in_one_line(ident):
     """A row only the schema refuses (an ASSERT added here) is Rejected (exit 2) naming the record, nothing written."""
     with closing(seeded_db()) as db:
-        db.query("DEFINE FIELD OVERWRITE category ON question TYPE option<string> ASSERT $value != 'forbidden'")
+        db.query("DEFINE FIELD OVERWRITE category ON seval_question TYPE option<string> ASSERT $value != 'forbidden'")
         before = snapshot(db)
         bad = Question(id=ident, text="t", embedding=V, relevant=["track_order"], category="forbidden")
         with pytest.raises(Rejected) as refused:

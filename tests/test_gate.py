@@ -54,7 +54,7 @@ def test_a_large_drop_on_one_question_is_not_significant_and_passes(seeded):
     assert result.passed
     floored = check(result, "hybrid_floor")
     assert floored.drop == pytest.approx(0.125) and floored.p_value == 1.0
-    assert [d.question for d in floored.broken] == ["question:money_back"]
+    assert [d.question for d in floored.broken] == ["seval_question:money_back"]
     assert "not significant" in floored.reason
 
 
@@ -142,7 +142,7 @@ def test_junit_xml_has_one_testcase_per_retriever_and_metric(regressed, tmp_path
     assert "fell from 0.8750 to 0.1667" in message and "p = 0.0312" in message and "n = 8" in message
     assert "Holm-adjusted p = 0.2500" in message  # 2/64 x 8 checks
     assert set(message.split("broken: ")[1].split(", ")) == VECTOR_BROKEN
-    assert "question:money_back: 1.0000 -> 0.0000" in failure.text
+    assert "seval_question:money_back: 1.0000 -> 0.0000" in failure.text
 
 
 def test_junit_marks_skipped_retrievers(seeded, tmp_path):
@@ -180,7 +180,7 @@ def test_cli_gate_fails_with_exit_1_and_prints_the_broken_questions(store, tmp_p
     result = cli(store, "gate", "--baseline", "latest", "--metric", "recall@3", "--per-check", "--junit", str(junit))
     assert result.exit_code == 1, result.output
     assert "FAIL" in result.stdout
-    assert all(f"question:{q}" in result.stdout for q in VECTOR_BROKEN)
+    assert all(f"seval_question:{q}" in result.stdout for q in VECTOR_BROKEN)
     assert ET.parse(junit).getroot().get("failures") == "1"
     assert f"wrote JUnit XML to {junit}" in result.stderr
 
@@ -205,7 +205,7 @@ def test_cli_gate_bad_input_exits_2(store):
     for args, message in [
         (["--metric", "recall@7"], "measured k = 1, 3, 5"),
         (["--metric", "nope@3"], "unknown metric"),
-        (["--baseline", "nope"], "no finished run eval_run:nope"),
+        (["--baseline", "nope"], "no finished run seval_run:nope"),
         (["--retriever", "hybrid_linear"], "hybrid_linear"),
     ]:
         result = cli(store, "gate", *args)

@@ -9,6 +9,7 @@ from surrealdb import RecordID
 
 from surreal_eval.errors import QueryFailed
 from surreal_eval.load.bulk import load_corpus
+from surreal_eval.load.attach import attach_table
 from surreal_eval.models import Article
 from surreal_eval.store.schema import HARNESS_SCRIPTS, METRIC_DISPATCH, RESERVED_WORDS, identifier, render
 
@@ -24,24 +25,24 @@ def test_importing_twice_changes_nothing(seeded):
 
 
 def test_import_records_a_checksum_per_script(db):
-    rows = db.value("SELECT record::id(id) AS name, checksum FROM harness_script")
+    rows = db.value("SELECT record::id(id) AS name, checksum FROM seval_script")
     assert sorted(r["name"] for r in rows) == sorted([*HARNESS_SCRIPTS, METRIC_DISPATCH])  # the files, and the dispatch generated from them
     assert all(len(r["checksum"]) == 64 for r in rows)
-    assert len(db.value("RETURN fn::harness_checksum()")) == 64
+    assert len(db.value("RETURN fn::seval::harness_checksum()")) == 64
 
 
 def test_a_run_records_the_harness_checksum(seeded):
     report = evaluate(seeded, ks=[1])
-    stored = seeded.value("RETURN type::record('eval_run', $id).harness", {"id": report.run.split(":", 1)[1]})
-    assert stored == seeded.value("RETURN fn::harness_checksum()")
+    stored = seeded.value("RETURN type::record('seval_run', $id).harness", {"id": report.run.split(":", 1)[1]})
+    assert stored == seeded.value("RETURN fn::seval::harness_checksum()")
 
 
 def test_dimension_is_chosen_at_import():
     db = fresh_db(dimension=7)
     try:
-        indexes = db.value("INFO FOR TABLE article")["indexes"]
-        assert "DIMENSION 7" in indexes["article_embedding"]
-        assert "FULLTEXT" in indexes["article_content"] and "BM25" in indexes["article_content"]
+        indexes = db.value("INFO FOR TABLE seval_article")["indexes"]
+        assert "DIMENSION 7" in indexes["seval_article_embedding"]
+        assert "FULLTEXT" in indexes["seval_article_content"] and "BM25" in indexes["seval_article_content"]
     finally:
         db.close()
 
@@ -82,11 +83,20 @@ def test_the_engine_refuses_a_reserved_word_as_a_table_name(db, word):
 
 
 @pytest.mark.parametrize("word", ["content", "type", "user", "index", "order", "from", "access"])
-def test_keywords_outside_the_reserved_set_load_as_corpus_tables(db, word):
-    docs = [Article(id=i, title="t", content=text, embedding=[1.0, 0.0, 0.0, 0.0])  # BM25 needs 3: idf is 0 at half
-            for i, text in (("a", "parcel refund"), ("b", "refund"), ("c", "invoice"))]
-    load_corpus(db, docs, table=word)
-    assert db.value("RETURN fn::bm25_candidates($t, 'parcel', 3).id", {"t": word}) == [RecordID(word, "a")]
+def test_a_users_table_named_by_a_keyword_outside_the_reserved_set_attaches_and_retrieves(db, word):
+    db.query(f"DEFINE TABLE {word} SCHEMALESS")  # BM25 needs 3 records: idf is 0 at half
+    for key, text in (("a", "parcel refund"), ("b", "refund"), ("c", "invoice")):
+        db.query("CREATE type::record($t, $k) CONTENT { body: $b, vec: [1.0, 0.0, 0.0, 0.0] }", {"t": word, "k": key, "b": text})
+    attach_table(db, word, content="body", embedding="vec", index=True)
+    assert db.value("RETURN fn::seval::bm25_candidates($t, 'parcel', 3).id", {"t": word}) == [RecordID(word, "a")]
+
+
+@pytest.mark.parametrize("name", ["notes", "chunk_small", "article"])
+def test_a_table_the_harness_would_define_without_its_prefix_is_refused_in_one_line(db, name):
+    with pytest.raises(ConfigError, match=f"corpus table '{name}': every table the harness defines starts with seval_ "
+                                          f"\\(use seval_{name}\\)"):
+        load_corpus(db, [Article(id="a", content="x", embedding=[1.0, 0.0, 0.0, 0.0])], table=name)
+    assert name not in db.value("INFO FOR DB")["tables"]
 
 
 def test_render_names_an_unfilled_placeholder():
@@ -95,7 +105,7 @@ def test_render_names_an_unfilled_placeholder():
 
 
 def test_analyzer_stems_lowercases_and_splits_on_punctuation(db):
-    tokens = db.value("RETURN search::analyze('english', $t)", {"t": "Requests, RETRY-After; café"})
+    tokens = db.value("RETURN search::analyze('seval_english', $t)", {"t": "Requests, RETRY-After; café"})
     assert tokens == ["request", ",", "retri", "-", "after", ";", "cafe"] or "request" in tokens
     assert "retri" in tokens and "after" in tokens and "cafe" in tokens
 
@@ -108,4 +118,4 @@ def test_vector_retriever_refuses_k_deeper_than_its_index(seeded):
 def test_evaluating_an_empty_golden_set_is_a_clear_error(db):
     with pytest.raises(Exception, match="golden set is empty"):
         evaluate(db, ks=[1])
-    assert db.value("SELECT * FROM eval_run") == []
+    assert db.value("SELECT * FROM seval_run") == []

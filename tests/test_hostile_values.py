@@ -38,7 +38,7 @@ def test_a_document_row_no_store_can_hold_is_refused_with_its_file_line_and_id(s
     path = tmp_path / "docs.jsonl"
     path.write_text(json.dumps(GOOD) + "\n" + line + "\n", encoding="utf-8")
     before = snapshot_of(store)
-    error = one_line_error(cli(store, "load", "corpus", str(path), "--table", "article"), 2)
+    error = one_line_error(cli(store, "load", "corpus", str(path), "--table", "seval_article"), 2)
     assert expected in error and "docs.jsonl:2" in error, error
     assert "'bad'" in error or "surrogate" in error or "deeply" in error, error  # the id, where it could be read
     assert snapshot_of(store) == before
@@ -48,7 +48,7 @@ def test_a_csv_embedding_cell_nested_past_the_parser_is_refused_in_one_line(stor
     path = tmp_path / "docs.csv"
     path.write_text(f'id,title,content,embedding\ngood,t,c,"[0,0,1,0]"\nbad,t,c,"{DEEP_CELL}"\n', encoding="utf-8")
     before = snapshot_of(store)
-    error = one_line_error(cli(store, "load", "corpus", str(path), "--table", "article"), 2)
+    error = one_line_error(cli(store, "load", "corpus", str(path), "--table", "seval_article"), 2)
     assert "docs.csv:3" in error and "embedding: JSON nested too deeply" in error and "'bad'" in error
     assert snapshot_of(store) == before
 
@@ -70,7 +70,7 @@ def test_a_sidecar_listing_an_id_twice_is_refused(store, tmp_path):
     (tmp_path / "embeddings" / "docs.jsonl").write_text(
         json.dumps({"_id": "d1", "embedding": [1, 0, 0, 0]}) + "\n" + json.dumps({"_id": "d1", "embedding": [0, 1, 0, 0]}) + "\n")
     before = snapshot_of(store)
-    error = one_line_error(cli(store, "load", "corpus", str(path), "--table", "article"), 2)
+    error = one_line_error(cli(store, "load", "corpus", str(path), "--table", "seval_article"), 2)
     assert "embeddings/docs.jsonl:2" in error and "'d1' is listed twice (first on line 1)" in error
     assert snapshot_of(store) == before
 

@@ -52,7 +52,7 @@ class Spy:
         original = Database.query
 
         def query(db, sql, params=None):
-            if sql.startswith("INSERT INTO _ingest_"):
+            if sql.startswith("INSERT INTO seval_stage_"):
                 self.batches.append(len(params["rows"]))
             return original(db, sql, params)
 
@@ -76,12 +76,12 @@ class FakeEmbedder:
         return [[float(len(t)), 1.0] + [0.0] * (self.dim - 2) for t in texts]
 
 
-def bm25(db, words, table="article"):
+def bm25(db, words, table="seval_article"):
     return db.value(
         "SELECT VALUE record::id(id) FROM type::table($t) WHERE content @1,OR@ $q ORDER BY id", {"t": table, "q": words})
 
 
-def knn(db, vector, table="article", k=3):
+def knn(db, vector, table="seval_article", k=3):
     return db.value(
         f"SELECT VALUE record::id(id) FROM type::table($t) WHERE embedding <|{k},40|> $v", {"t": table, "v": vector})
 
@@ -94,49 +94,49 @@ def test_bulk_load_in_bounded_batches_then_indexes_answer(db, monkeypatch):
     docs = [doc(i) for i in range(23)]
     steps = []
     report = load_corpus(db, iter(docs), batch_size=5, progress=lambda step, done, total: steps.append((step, done)))
-    assert report.loaded == 23 and report.table == "article" and report.batches == 5
+    assert report.loaded == 23 and report.table == "seval_article" and report.batches == 5
     assert spy.batches == [5, 5, 5, 5, 3]  # never more than batch_size rows per INSERT
-    assert ("staging articles", 23) in steps and steps[-3:] == [("moving into article", 23), ("building indexes", 0), ("building indexes", 1)]
-    assert db.value("RETURN count(SELECT id FROM article)") == 23
+    assert ("staging articles", 23) in steps and steps[-3:] == [("moving into seval_article", 23), ("building indexes", 0), ("building indexes", 1)]
+    assert db.value("RETURN count(SELECT id FROM seval_article)") == 23
     assert bm25(db, "word7") == ["d7"]
     assert set(knn(db, [0.0, 1.0, 0.0, 0.0], k=3)) <= {f"d{i}" for i in range(1, 23, 4)}
     # the HNSW graph is built in one pass after the load; the BM25 index is kept up to date by the move
-    building = db.value("INFO FOR INDEX article_embedding ON article")["building"]
+    building = db.value("INFO FOR INDEX seval_article_embedding ON seval_article")["building"]
     assert building["status"] == "ready" and building["initial"] == 23
-    assert db.value("INFO FOR INDEX article_content ON article")["building"]["status"] == "ready"
+    assert db.value("INFO FOR INDEX seval_article_content ON seval_article")["building"]["status"] == "ready"
     assert staging_tables(db) == []
 
 
 def test_loading_into_a_table_with_rows_upserts_by_id_updates_bm25_and_rebuilds_hnsw(seeded):
-    assert seeded.value("RETURN count(SELECT id FROM article)") == 10
+    assert seeded.value("RETURN count(SELECT id FROM seval_article)") == 10
     replaced = Article(id="track_order", title="Where is my parcel", content="zebra crossing", embedding=[0, 0, 1, 0])
     report = load_corpus(seeded, [replaced, doc(1, metadata={"k": "v"})])
     assert report.loaded == 2
-    assert seeded.value("RETURN count(SELECT id FROM article)") == 11
-    row = seeded.value("SELECT * OMIT id, text_digest, embedding_digest FROM ONLY article:track_order")
+    assert seeded.value("RETURN count(SELECT id FROM seval_article)") == 11
+    row = seeded.value("SELECT * OMIT id, text_digest, embedding_digest FROM ONLY seval_article:track_order")
     assert row == {"title": "Where is my parcel", "content": "zebra crossing", "embedding": [0.0, 0.0, 1.0, 0.0]}
     assert bm25(seeded, "zebra") == ["track_order"] and bm25(seeded, "word1") == ["d1"]
     assert "track_order" not in bm25(seeded, "carrier")  # its old text is gone from the BM25 index
-    assert seeded.value("INFO FOR INDEX article_embedding ON article")["building"]["initial"] == 11
-    assert seeded.value("RETURN count(SELECT id FROM question)") == 8  # the labels still point at it
+    assert seeded.value("INFO FOR INDEX seval_article_embedding ON seval_article")["building"]["initial"] == 11
+    assert seeded.value("RETURN count(SELECT id FROM seval_question)") == 8  # the labels still point at it
 
 
 def test_a_document_with_empty_text_is_kept(db):
     load_corpus(db, [doc(1, content=""), Article(id="blank", embedding=[1, 0, 0, 0])])
-    assert db.value("SELECT VALUE [title, content] FROM article ORDER BY id") == [["", ""], ["Document 1", ""]]
+    assert db.value("SELECT VALUE [title, content] FROM seval_article ORDER BY id") == [["", ""], ["Document 1", ""]]
 
 
 def test_any_corpus_table_is_defined_registered_and_indexed(db):
-    load_corpus(db, [doc(i, doc="article:x", position=i) for i in range(3)], table="chunk_small")
-    assert "chunk_small" in db.value("SELECT VALUE record::id(id) FROM corpus_table")
-    assert bm25(db, "word2", "chunk_small") == ["d2"]
-    assert db.value("SELECT VALUE [doc, position] FROM ONLY chunk_small:d2")[1] == 2
-    with pytest.raises(ConfigError, match="cannot be a corpus table"):
-        load_corpus(db, [doc(1)], table="question")
+    load_corpus(db, [doc(i, doc="seval_article:x", position=i) for i in range(3)], table="seval_chunk_small")
+    assert "seval_chunk_small" in db.value("SELECT VALUE record::id(id) FROM seval_corpus")
+    assert bm25(db, "word2", "seval_chunk_small") == ["d2"]
+    assert db.value("SELECT VALUE [doc, position] FROM ONLY seval_chunk_small:d2")[1] == 2
+    with pytest.raises(ConfigError, match="seval_question exists and is not a corpus table"):
+        load_corpus(db, [doc(1)], table="seval_question")
     with pytest.raises(ConfigError, match="not a valid identifier"):
-        load_corpus(db, [doc(1)], table="x; REMOVE TABLE article")
+        load_corpus(db, [doc(1)], table="x; REMOVE TABLE seval_article")
     with pytest.raises(ConfigError, match="too long"):
-        load_corpus(db, [doc(1)], table="t" * 60)
+        load_corpus(db, [doc(1)], table="seval_" + "t" * 54)
 
 
 # ------------------------------------------------------------------------------- all or nothing
@@ -160,7 +160,7 @@ def test_a_row_the_schema_rejects_during_the_move_rolls_everything_back(seeded, 
     with pytest.raises(Rejected, match="field `embedding`"):
         load_corpus(seeded, [doc(i) for i in range(6)] + [doc(6, dim=2)], batch_size=2)
     assert snapshot(seeded) == before
-    assert seeded.value("INFO FOR TABLE article")["indexes"].keys() >= {"article_content", "article_embedding"}
+    assert seeded.value("INFO FOR TABLE seval_article")["indexes"].keys() >= {"seval_article_content", "seval_article_embedding"}
     assert bm25(seeded, "refund") != []
 
 
@@ -168,7 +168,7 @@ def test_a_new_table_is_not_left_behind_by_a_failed_load(db, monkeypatch):
     monkeypatch.setattr(staging.Load, "check_embedding", lambda self, kind, ident, vector: None)
     before = snapshot(db)
     with pytest.raises(Rejected):
-        load_corpus(db, [doc(1), doc(2, dim=5)], table="chunk_new")
+        load_corpus(db, [doc(1), doc(2, dim=5)], table="seval_chunk_new")
     assert snapshot(db) == before
 
 
@@ -184,14 +184,14 @@ def test_an_embedder_failing_mid_load_leaves_nothing_behind(seeded):
 
 
 class Parts:
-    """Counts the rows of each move part (fn::move_staged call) a load sends; can die after `die_after`."""
+    """Counts the rows of each move part (fn::seval::move_staged call) a load sends; can die after `die_after`."""
 
     def __init__(self, monkeypatch, die_after: int | None = None):
         self.sizes: list[int] = []
         original = Database.query
 
         def query(db, sql, params=None):
-            if sql.startswith("RETURN fn::move_staged"):
+            if sql.startswith("RETURN fn::seval::move_staged"):
                 if die_after is not None and len(self.sizes) == die_after:
                     raise KeyboardInterrupt("killed between two parts")
                 self.sizes.append(len(params["keys"]))
@@ -201,7 +201,7 @@ class Parts:
 
 
 def journal(db) -> list:
-    return db.value("SELECT VALUE record::id(id) FROM ingest_journal")
+    return db.value("SELECT VALUE record::id(id) FROM seval_ingest_journal")
 
 
 def test_a_move_larger_than_a_part_commits_part_by_part_then_builds_indexes(seeded, monkeypatch):
@@ -211,11 +211,11 @@ def test_a_move_larger_than_a_part_commits_part_by_part_then_builds_indexes(seed
     load_dataset(seeded, docs, [question(f"q{i}", ["d1", "track_order"]) for i in range(4)],
                  progress=lambda step, done, total: steps.append((step, done, total)))
     assert parts.sizes == [3, 3, 3, 3, 1]  # nine documents, then four questions
-    moving = [s for s in steps if s[0] == "moving into article and question"]
-    assert moving == [("moving into article and question", n, 13) for n in (0, 3, 6, 9, 12, 13)]
+    moving = [s for s in steps if s[0] == "moving into seval_article and seval_question"]
+    assert moving == [("moving into seval_article and seval_question", n, 13) for n in (0, 3, 6, 9, 12, 13)]
     assert journal(seeded) == [] and staging_tables(seeded) == []
-    assert seeded.value("RETURN article:track_order.content") == "replaced zeppelin text"
-    assert seeded.value("RETURN count(SELECT id FROM article)") == 18 and seeded.value("RETURN count(SELECT id FROM question)") == 12
+    assert seeded.value("RETURN seval_article:track_order.content") == "replaced zeppelin text"
+    assert seeded.value("RETURN count(SELECT id FROM seval_article)") == 18 and seeded.value("RETURN count(SELECT id FROM seval_question)") == 12
     assert bm25(seeded, "zeppelin") == ["track_order"] and bm25(seeded, "word7") == ["d7"]
 
 
@@ -233,7 +233,7 @@ def test_a_failure_in_a_later_part_undoes_the_parts_already_committed(seeded, mo
         load_corpus(seeded, docs)
     assert parts.sizes == [2, 2, 1]
     assert snapshot(seeded) == before
-    assert seeded.value("INFO FOR TABLE article")["indexes"].keys() >= {"article_content", "article_embedding"}
+    assert seeded.value("INFO FOR TABLE seval_article")["indexes"].keys() >= {"seval_article_content", "seval_article_embedding"}
     assert bm25(seeded, "refund") != []
 
 
@@ -242,7 +242,7 @@ def test_a_new_table_whose_move_fails_in_a_later_part_is_removed(db, monkeypatch
     monkeypatch.setattr(staging.Load, "check_embedding", lambda self, kind, ident, vector: None)
     before = snapshot(db)
     with pytest.raises(Rejected):
-        load_corpus(db, [doc(1), doc(2), doc(3), doc(4, dim=5)], table="chunk_new")
+        load_corpus(db, [doc(1), doc(2), doc(3), doc(4, dim=5)], table="seval_chunk_new")
     assert snapshot(db) == before
 
 
@@ -259,12 +259,12 @@ def test_a_move_killed_between_parts_is_undone_when_the_store_opens_again(tmp_pa
         Parts(patch, die_after=3)
         with pytest.raises(KeyboardInterrupt):
             load_dataset(db, [doc(i, content=f"new {i}") for i in range(6)], [question(f"n{i}", ["d5"]) for i in range(3)])
-    assert journal(db) == ["article", "question"] and db.value("RETURN article:d1.content") == "new 1"  # left half moved
+    assert journal(db) == ["seval_article", "seval_question"] and db.value("RETURN seval_article:d1.content") == "new 1"  # left half moved
     db.close()
     db = connect(Settings(url=url))  # an embedded store is put right as it opens
     try:
         assert snapshot(db) == before
-        assert bm25(db, "word1") == ["d1"] and db.value("INFO FOR INDEX article_embedding ON article")["building"]["status"] == "ready"
+        assert bm25(db, "word1") == ["d1"] and db.value("INFO FOR INDEX seval_article_embedding ON seval_article")["building"]["status"] == "ready"
     finally:
         db.close()
 
@@ -282,12 +282,12 @@ def test_a_load_killed_before_its_indexes_were_built_gets_them_when_the_store_op
         patch.setattr(move, "_build_indexes", killed)
         with pytest.raises(KeyboardInterrupt):
             load_corpus(db, [doc(i) for i in range(5)])
-    assert journal(db) == ["article"]
+    assert journal(db) == ["seval_article"]
     db.close()
     db = connect(Settings(url=url))
     try:
         assert journal(db) == [] and staging_tables(db) == []
-        assert db.value("RETURN count(SELECT id FROM article)") == 5 and bm25(db, "word3") == ["d3"]
+        assert db.value("RETURN count(SELECT id FROM seval_article)") == 5 and bm25(db, "word3") == ["d3"]
     finally:
         db.close()
 
@@ -295,26 +295,26 @@ def test_a_load_killed_before_its_indexes_were_built_gets_them_when_the_store_op
 def test_a_load_waits_for_a_live_load_on_a_server_and_undoes_a_dead_one(db, monkeypatch):
     """On a server, a journal that moved rows recently belongs to a load still running."""
     load_corpus(db, [doc(i) for i in range(3)])
-    db.query("UPSERT ingest_journal:article CONTENT {undo: '_undo_article', existed: true, corpus: true, position: 0, "
-             "state: 'moving', started: time::now(), updated: time::now()}; DEFINE TABLE _undo_article SCHEMALESS; "
-             "CREATE _undo_article:d1 SET old = NONE")
-    with pytest.raises(StoreBusy, match="a load into article is in progress"):
+    db.query("UPSERT seval_ingest_journal:seval_article CONTENT {undo: 'seval_undo_seval_article', existed: true, corpus: true, position: 0, "
+             "state: 'moving', started: time::now(), updated: time::now()}; DEFINE TABLE seval_undo_seval_article SCHEMALESS; "
+             "CREATE seval_undo_seval_article:d1 SET old = NONE")
+    with pytest.raises(StoreBusy, match="a load into seval_article is in progress"):
         bulk.recover_loads(db, stale_after=60)
-    with pytest.raises(Exception, match="a load into article is unfinished"):
+    with pytest.raises(Exception, match="a load into seval_article is unfinished"):
         evaluate(db, ks=[1])
-    db.query("UPDATE ingest_journal:article SET updated = time::now() - 2h")
-    assert bulk.recover_loads(db, stale_after=60) == ["article"]
-    assert db.value("SELECT VALUE record::id(id) FROM article ORDER BY id") == ["d0", "d2"]  # d1 was new to that load
+    db.query("UPDATE seval_ingest_journal:seval_article SET updated = time::now() - 2h")
+    assert bulk.recover_loads(db, stale_after=60) == ["seval_article"]
+    assert db.value("SELECT VALUE record::id(id) FROM seval_article ORDER BY id") == ["d0", "d2"]  # d1 was new to that load
     assert journal(db) == [] and staging_tables(db) == []
 
 
 def test_a_staging_table_left_by_a_killed_load_is_removed_by_the_next(db):
-    db.query("DEFINE TABLE _ingest_article SCHEMALESS; CREATE _ingest_article:junk SET x = 1; "
-             "DEFINE TABLE _ingest_question SCHEMALESS")
-    assert staging_tables(db) == ["_ingest_article", "_ingest_question"]
+    db.query("DEFINE TABLE seval_stage_seval_article SCHEMALESS; CREATE seval_stage_seval_article:junk SET x = 1; "
+             "DEFINE TABLE seval_stage_seval_question SCHEMALESS")
+    assert staging_tables(db) == ["seval_stage_seval_article", "seval_stage_seval_question"]
     load_corpus(db, [doc(1)])
     assert staging_tables(db) == []
-    assert db.value("SELECT VALUE record::id(id) FROM article") == ["d1"]
+    assert db.value("SELECT VALUE record::id(id) FROM seval_article") == ["d1"]
 
 
 # ------------------------------------------------------------------------------------ embeddings
@@ -327,7 +327,7 @@ def test_missing_embeddings_are_computed_by_the_embedder_batch_by_batch(db):
     report = load_corpus(db, docs, batch_size=2, embedder=embedder)
     assert report.embedded == 3 and report.loaded == 4
     assert embedder.calls == [["T. abc", " "], ["xy"]]  # one call per batch, only the rows lacking one
-    assert db.value("SELECT VALUE embedding FROM ONLY article:a") == [6.0, 1.0, 0.0, 0.0]
+    assert db.value("SELECT VALUE embedding FROM ONLY seval_article:a") == [6.0, 1.0, 0.0, 0.0]
     report = load_golden(db, [Question(id="q", text="hello", relevant=["a"])], embedder=embedder)
     assert report.embedded == 1 and embedder.calls[-1] == ["hello"]
 
@@ -354,7 +354,7 @@ def test_golden_problems_are_listed_together_in_one_line(seeded):
     before = snapshot(seeded)
     questions = [
         question("q1", ["track_order"]), question("q1", ["track_order"]),
-        question("q3", ["track_order", "article:99"]),
+        question("q3", ["track_order", "seval_article:99"]),
         question("q7", ["refund_request"]), question("q7", ["refund_request"]),
         *[question(f"none{i}", []) for i in range(6)],
     ]
@@ -362,7 +362,7 @@ def test_golden_problems_are_listed_together_in_one_line(seeded):
         load_golden(seeded, questions)
     assert str(caught.value) == (
         "golden set refused: duplicate ids: q1, q7; questions with no labels: none0, none1, none2, none3, none4 "
-        "(and 1 more); labels to unknown documents: q3 -> article:99; "
+        "(and 1 more); labels to unknown documents: q3 -> seval_article:99; "
         "to load it as it is, keep one row of each id with --on-duplicate first or last")
     assert snapshot(seeded) == before
 
@@ -372,18 +372,18 @@ def test_golden_set_with_grades_passages_and_fields_is_stored(seeded):
                  source="synthetic", split="dev",
                  passages=[{"doc": "track_order", "quote": "tracking"}])
     report = load_golden(seeded, [q])
-    assert report.loaded == 1 and report.labels == 2 and report.table == "question"
-    row = seeded.value("SELECT * FROM ONLY question:graded")
+    assert report.loaded == 1 and report.labels == 2 and report.table == "seval_question"
+    row = seeded.value("SELECT * FROM ONLY seval_question:graded")
     assert row["grades"] == [2, 1] and row["split"] == "dev" and row["source"] == "synthetic"
-    assert str(row["passages"][0]["doc"]) == "article:track_order"
+    assert str(row["passages"][0]["doc"]) == "seval_article:track_order"
 
 
 def test_a_question_the_schema_rejects_during_the_move_rolls_everything_back(seeded):
     """A rule only the schema holds (an ASSERT added here) refuses a row inside the move: nothing is written."""
-    seeded.query("DEFINE FIELD OVERWRITE category ON question TYPE option<string> ASSERT $value != 'forbidden'")
+    seeded.query("DEFINE FIELD OVERWRITE category ON seval_question TYPE option<string> ASSERT $value != 'forbidden'")
     before = snapshot(seeded)
     bad = question("odd", ["track_order"], category="forbidden")
-    with pytest.raises(Rejected, match="question:odd: field `category`"):
+    with pytest.raises(Rejected, match="seval_question:odd: field `category`"):
         load_golden(seeded, [question(f"fine{i}", ["track_order"]) for i in range(5)] + [bad], batch_size=2)
     assert snapshot(seeded) == before
 
@@ -400,18 +400,18 @@ def test_documents_and_their_golden_set_load_in_one_transaction(db):
     report = load_dataset(db, [doc(i) for i in range(5)], [question("q", ["d1", "d2"], grades=[2, 1])])
     assert (report.corpus.loaded, report.golden.loaded, report.golden.labels) == (5, 1, 2)
     before = snapshot(db)
-    with pytest.raises(InputError, match="labels to unknown documents: q2 -> article:d9"):
+    with pytest.raises(InputError, match="labels to unknown documents: q2 -> seval_article:d9"):
         load_dataset(db, [doc(7)], [question("q2", ["d7", "d9"])])
     assert snapshot(db) == before  # d7 was not loaded either
 
 
-@pytest.mark.parametrize("text", ["'; REMOVE TABLE article; --", "{{corpus}} $rows ⟨x⟩ `y`"])
+@pytest.mark.parametrize("text", ["'; REMOVE TABLE seval_article; --", "{{corpus}} $rows ⟨x⟩ `y`"])
 def test_text_and_ids_full_of_surrealql_are_only_ever_values(db, text):
     load_corpus(db, [Article(id=text, title=text, content=text, embedding=[1, 0, 0, 0])])
     load_golden(db, [Question(id=text, text=text, embedding=[1, 0, 0, 0], relevant=[text])])
-    assert db.value("RETURN type::record('article', $id).content", {"id": text}) == text
-    assert db.value("RETURN type::record('question', $id).text", {"id": text}) == text
-    assert db.value("RETURN count(SELECT id FROM article)") == 1
+    assert db.value("RETURN type::record('seval_article', $id).content", {"id": text}) == text
+    assert db.value("RETURN type::record('seval_question', $id).text", {"id": text}) == text
+    assert db.value("RETURN count(SELECT id FROM seval_article)") == 1
 
 
 # ---------------------------------------------------------------------------------------- harness
@@ -424,7 +424,7 @@ def test_a_missing_harness_is_imported_with_the_data_dimension_only_when_asked()
             load_corpus(db, [doc(1, dim=3)])
         report = load_corpus(db, [doc(1, dim=3), doc(2, dim=3)], create_harness=True)
         assert report.harness_imported == 3
-        assert db.value("SELECT VALUE dimension FROM ONLY harness_config:current") == 3
+        assert db.value("SELECT VALUE dimension FROM ONLY seval_config:current") == 3
         with pytest.raises(InputError, match="'d5': embedding has 4 values, the index expects 3"):
             load_corpus(db, [doc(5, dim=4)], create_harness=True)
     finally:
@@ -455,10 +455,10 @@ def test_a_beir_folder_loads_documents_questions_and_grades(tmp_path):
     try:
         report = load_beir(db, beir_folder(tmp_path / "beir"))
         assert (report.corpus.loaded, report.golden.loaded, report.golden.skipped, report.golden.labels) == (3, 2, 2, 3)
-        rows = db.value("SELECT record::id(id) AS id, relevant, grades FROM question ORDER BY id")
+        rows = db.value("SELECT record::id(id) AS id, relevant, grades FROM seval_question ORDER BY id")
         assert [(r["id"], [str(x) for x in r["relevant"]], r["grades"]) for r in rows] == [
-            ("q1", ["article:d1", "article:d3"], [2, 1]), ("q2", ["article:d2"], [1])]
-        assert db.value("SELECT VALUE content FROM ONLY article:d3") == ""
+            ("q1", ["seval_article:d1", "seval_article:d3"], [2, 1]), ("q2", ["seval_article:d2"], [1])]
+        assert db.value("SELECT VALUE content FROM ONLY seval_article:d3") == ""
     finally:
         db.close()
 
@@ -470,10 +470,10 @@ def test_the_cisi_collection_loads_whole():
         report = load_beir(db, CISI, create_harness=True)
         assert report.corpus.loaded == 1460 and report.corpus.harness_imported == 384
         assert (report.golden.loaded, report.golden.skipped, report.golden.labels) == (76, 36, 3114)
-        assert db.value("RETURN [count(SELECT id FROM article), count(SELECT id FROM question), "
-                        "math::sum(SELECT VALUE array::len(relevant) FROM question)]") == [1460, 76, 3114]
-        assert db.value("INFO FOR INDEX article_embedding ON article")["building"]["initial"] == 1460
-        vector = db.value("SELECT VALUE embedding FROM ONLY question:⟨1⟩")
+        assert db.value("RETURN [count(SELECT id FROM seval_article), count(SELECT id FROM seval_question), "
+                        "math::sum(SELECT VALUE array::len(relevant) FROM seval_question)]") == [1460, 76, 3114]
+        assert db.value("INFO FOR INDEX seval_article_embedding ON seval_article")["building"]["initial"] == 1460
+        vector = db.value("SELECT VALUE embedding FROM ONLY seval_question:⟨1⟩")
         assert len(knn(db, vector, k=10)) == 10 and len(bm25(db, "dewey decimal classification")) > 10
     finally:
         db.close()
@@ -503,7 +503,7 @@ def test_cli_loads_csv_corpus_and_golden_set_into_a_fresh_store(tmp_path):
     golden = write(tmp_path / "golden.csv", 'id,text,relevant,embedding\nq,gamma,a;b,"[0, 1]"\n')
     result = cli(store, "load", "corpus", str(corpus))
     assert result.exit_code == 0, result.output
-    assert "loaded 2 articles into article" in result.stdout
+    assert "loaded 2 articles into seval_article" in result.stdout
     assert "imported the harness with dimension 2" in result.stdout
     result = cli(store, "load", "golden", str(golden))
     assert result.exit_code == 0, result.output
@@ -522,7 +522,7 @@ def test_cli_load_beir_prints_counts_and_skipped_queries(tmp_path):
 def test_cli_load_golden_from_trec_qrels_and_a_queries_file(tmp_path):
     store = tmp_path / "store"
     folder = beir_folder(tmp_path / "beir")
-    assert cli(store, "load", "corpus", str(folder), "--table", "article").exit_code == 0
+    assert cli(store, "load", "corpus", str(folder), "--table", "seval_article").exit_code == 0
     qrels = write(tmp_path / "golden.qrels", "q1 0 d1 2\nq2 0 d2 1\n")
     result = cli(store, "load", "golden", str(qrels), "--queries", str(folder / "queries.jsonl"))
     assert result.exit_code == 0, result.output

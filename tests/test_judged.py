@@ -23,8 +23,8 @@ RANKED = ["a", "b", "c", "d", "e"]
 
 
 def _metrics(db, relevant, grades, k):
-    return db.value("RETURN fn::metrics($ranked.map(|$x| type::record('article', $x)), "
-                    "$relevant.map(|$x| type::record('article', $x)), $grades, $k)",
+    return db.value("RETURN fn::seval::metrics($ranked.map(|$x| type::record('seval_article', $x)), "
+                    "$relevant.map(|$x| type::record('seval_article', $x)), $grades, $k)",
                     {"ranked": RANKED, "relevant": relevant, "grades": grades, "k": k})
 
 
@@ -47,8 +47,8 @@ def test_non_relevant_judgments_change_no_metric_but_judged(db):
         assert {m: v for m, v in with_zeros.items() if m != "judged"} == pytest.approx(
             {m: v for m, v in without.items() if m != "judged"}), k
         # the one-pass fn::metrics_at agrees with the functions one by one
-        at = db.value("RETURN fn::metrics_at($ranked.map(|$x| type::record('article', $x)), "
-                      "[article:b, article:e, article:a, article:d], [1, 3, 0, 0], [$k])[0].metrics",
+        at = db.value("RETURN fn::seval::metrics_at($ranked.map(|$x| type::record('seval_article', $x)), "
+                      "[seval_article:b, seval_article:e, seval_article:a, seval_article:d], [1, 3, 0, 0], [$k])[0].metrics",
                       {"ranked": RANKED, "k": k})
         assert at == pytest.approx(with_zeros), k
 
@@ -68,16 +68,16 @@ def test_grades_of_zero_and_below_load_as_non_relevant_judgments(tmp_path):
 
 
 def test_non_relevant_judgments_are_stored_and_one_also_relevant_is_refused(seeded):
-    before = seeded.value("SELECT * FROM question ORDER BY id")
+    before = seeded.value("SELECT * FROM seval_question ORDER BY id")
     question = Question(id="both", text="refund", embedding=[0.1, 0.9, 0.1, 0.0], relevant=["refund_request"],
                         nonrelevant=["refund_request"])
-    with pytest.raises(InputError, match="article:refund_request is judged both relevant and non-relevant"):
+    with pytest.raises(InputError, match="seval_article:refund_request is judged both relevant and non-relevant"):
         load_golden(seeded, [question])
-    assert seeded.value("SELECT * FROM question ORDER BY id") == before
+    assert seeded.value("SELECT * FROM seval_question ORDER BY id") == before
     kept = question.model_copy(update={"nonrelevant": ["track_order", "return_item"]})
     load_golden(seeded, [kept])
-    stored = seeded.value("SELECT VALUE nonrelevant FROM ONLY question:both")
-    assert [str(r) for r in stored] == ["article:track_order", "article:return_item"]
+    stored = seeded.value("SELECT VALUE nonrelevant FROM ONLY seval_question:both")
+    assert [str(r) for r in stored] == ["seval_article:track_order", "seval_article:return_item"]
 
 
 def _judged_by_hand(row, nonrelevant):

@@ -16,7 +16,7 @@ def report(seeded):
 def ranked(report, question, retriever, k):
     """The top k of the run's ranking (the run ranks once, at its deepest k)."""
     (row,) = [r for r in report.per_question
-              if r.question == f"question:{question}" and r.retriever == retriever and r.k == max(report.ks)]
+              if r.question == f"seval_question:{question}" and r.retriever == retriever and r.k == max(report.ks)]
     return row.ranked[:k]
 
 
@@ -26,44 +26,44 @@ def mean(report, retriever, k, metric="recall"):
 
 
 def test_seed_has_ten_articles_and_eight_questions(seeded):
-    assert seeded.value("RETURN count(SELECT * FROM article)") == 10
-    assert seeded.value("RETURN count(SELECT * FROM question)") == 8
+    assert seeded.value("RETURN count(SELECT * FROM seval_article)") == 10
+    assert seeded.value("RETURN count(SELECT * FROM seval_question)") == 8
 
 
 def test_signin_question_shares_no_vocabulary_with_its_labels(seeded, report):
-    assert seeded.value("RETURN fn::retrieve_bm25(question:signin.text, 10)") == []
+    assert seeded.value("RETURN fn::seval::retrieve_bm25(seval_question:signin.text, 10)") == []
     assert set(ranked(report, "signin", "vector", 3)) == {
-        "article:password_reset", "article:account_locked", "article:enable_2fa"}
+        "seval_article:password_reset", "seval_article:account_locked", "seval_article:enable_2fa"}
 
 
 def test_bm25_ranks_the_rate_limit_article_first_for_429(report):
-    assert ranked(report, "rate_limit", "bm25", 1) == ["article:api_rate_limits"]
+    assert ranked(report, "rate_limit", "bm25", 1) == ["seval_article:api_rate_limits"]
 
 
 def test_vector_search_misses_the_rate_limit_article(report):
-    assert "article:api_rate_limits" not in ranked(report, "rate_limit", "vector", max(DEMO_KS))
+    assert "seval_article:api_rate_limits" not in ranked(report, "rate_limit", "vector", max(DEMO_KS))
 
 
 def test_hybrid_recovers_the_rate_limit_article_in_the_top_3(report):
-    assert "article:api_rate_limits" in ranked(report, "rate_limit", "hybrid", 3)
+    assert "seval_article:api_rate_limits" in ranked(report, "rate_limit", "hybrid", 3)
 
 
 def test_vector_search_is_right_about_money_back(report):
-    assert ranked(report, "money_back", "vector", 2) == ["article:refund_request", "article:cancel_subscription"]
+    assert ranked(report, "money_back", "vector", 2) == ["seval_article:refund_request", "seval_article:cancel_subscription"]
 
 
 def test_hybrid_at_3_returns_none_of_the_money_back_labels(report, seeded):
     top3 = ranked(report, "money_back", "hybrid", 3)
-    labels = {"article:refund_request", "article:cancel_subscription"}
+    labels = {"seval_article:refund_request", "seval_article:cancel_subscription"}
     assert not labels & set(top3)
     # because each of those three matches only one word of the question ("how", "money", "back")
-    assert set(top3) == {"article:track_order", "article:update_payment", "article:return_item"}
+    assert set(top3) == {"seval_article:track_order", "seval_article:update_payment", "seval_article:return_item"}
     assert set(ranked(report, "money_back", "bm25", 5)) == set(top3)
 
 
 def test_a_lexical_floor_fixes_money_back(report):
-    assert set(ranked(report, "money_back", "hybrid_floor", 2)) == {"article:refund_request", "article:cancel_subscription"}
-    assert "article:api_rate_limits" in ranked(report, "rate_limit", "hybrid_floor", 3)
+    assert set(ranked(report, "money_back", "hybrid_floor", 2)) == {"seval_article:refund_request", "seval_article:cancel_subscription"}
+    assert "seval_article:api_rate_limits" in ranked(report, "rate_limit", "hybrid_floor", 3)
 
 
 def test_floored_hybrid_has_the_highest_recall_at_3(report):
@@ -80,18 +80,18 @@ def test_floor_sweep_shows_the_floor_matters(report):
 
 
 def test_standalone_retriever_functions_agree_with_the_run(seeded, report):
-    q = "question:rate_limit"
-    assert seeded.value(f"RETURN fn::retrieve_hybrid({q}.text, {q}.embedding, 5)") == [
+    q = "seval_question:rate_limit"
+    assert seeded.value(f"RETURN fn::seval::retrieve_hybrid({q}.text, {q}.embedding, 5)") == [
         seeded.value(f"RETURN type::record('{x.split(':')[0]}', '{x.split(':')[1]}')") for x in ranked(report, "rate_limit", "hybrid", 5)]
-    floored = seeded.value("RETURN fn::retrieve_hybrid_floor(question:money_back.text, question:money_back.embedding, 5, 3.0)")
+    floored = seeded.value("RETURN fn::seval::retrieve_hybrid_floor(seval_question:money_back.text, seval_question:money_back.embedding, 5, 3.0)")
     assert [str(r.id) for r in floored[:2]] == ["refund_request", "cancel_subscription"]
 
 
 def test_fn_evaluate_returns_means_and_the_sweep_and_records_nothing(seeded, report):
-    runs = seeded.value("SELECT id FROM eval_run")
-    got = seeded.value("RETURN fn::evaluate(5)")
-    assert seeded.value("SELECT id FROM eval_run") == runs
-    assert seeded.value("RETURN count(SELECT id FROM eval_ranking WHERE run NOTINSIDE $r)", {"r": [r["id"] for r in runs]}) == 0
+    runs = seeded.value("SELECT id FROM seval_run")
+    got = seeded.value("RETURN fn::seval::evaluate(5)")
+    assert seeded.value("SELECT id FROM seval_run") == runs
+    assert seeded.value("RETURN count(SELECT id FROM seval_ranking WHERE run NOTINSIDE $r)", {"r": [r["id"] for r in runs]}) == 0
     means = {m["retriever"]: m["metrics"]["recall"] for m in got["means"]}
     assert means == {r: mean(report, r, 5) for r in ("bm25", "vector", "hybrid", "hybrid_floor")}
     assert {s["floor"] for s in got["sweep"]} == {0, 1, 2, 3, 4, 5}
@@ -116,7 +116,7 @@ def test_rankings_are_identical_across_runs_and_concurrency(seeded):
 
 def test_a_question_with_nothing_retrieved_scores_zero_and_stays_in_the_mean(seeded):
     report = evaluate(seeded, ks=[3], retrievers=["bm25"], per_question=True)
-    (signin,) = [r for r in report.per_question if r.question == "question:signin"]
+    (signin,) = [r for r in report.per_question if r.question == "seval_question:signin"]
     assert signin.ranked == [] and signin.recall == 0.0 and signin.ndcg == 0.0
     assert report.results[0].questions == 8
     assert report.results[0].recall == pytest.approx(sum(r.recall for r in report.per_question) / 8)

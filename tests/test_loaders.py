@@ -128,12 +128,12 @@ def test_a_sidecar_beside_a_jsonl_file_supplies_missing_embeddings(tmp_path):
 
 def test_jsonl_questions_with_a_list_or_a_graded_map(tmp_path):
     path = jsonl(tmp_path / "golden.jsonl", [
-        {"id": "q1", "text": "a", "relevant": ["d1", "article:d2"], "category": "how-to", "language": "en",
+        {"id": "q1", "text": "a", "relevant": ["d1", "seval_article:d2"], "category": "how-to", "language": "en",
          "source": "real", "split": "dev", "passages": [{"doc": "d1", "quote": "track a parcel"}]},
         {"id": 2, "text": "b", "relevant": {"d1": 3, "d2": 1, "d3": 0}, "embedding": [0, 1]},
     ])
     q1, q2 = read_questions(path)
-    assert q1.relevant == ["d1", "article:d2"] and q1.grades is None and q1.source == "real" and q1.split == "dev"
+    assert q1.relevant == ["d1", "seval_article:d2"] and q1.grades is None and q1.source == "real" and q1.split == "dev"
     assert q1.passages[0].quote == "track a parcel"
     assert q2.id == "2" and q2.relevant == ["d1", "d2"] and q2.grades == [3.0, 1.0] and q2.nonrelevant == ["d3"]  # grade 0
 

@@ -58,22 +58,22 @@ CASES = [
 
 @pytest.mark.parametrize(("ranked", "relevant", "grades", "k", "metric", "expected"), CASES)
 def test_metric_matches_hand_worked_value(db, ranked, relevant, grades, k, metric, expected):
-    as_records = "RETURN fn::metric_{}($ranked.map(|$x| type::record('article', $x)), $relevant.map(|$x| type::record('article', $x)), $grades, $k)"
+    as_records = "RETURN fn::seval::metric_{}($ranked.map(|$x| type::record('seval_article', $x)), $relevant.map(|$x| type::record('seval_article', $x)), $grades, $k)"
     got = db.value(as_records.format(metric), {"ranked": ranked, "relevant": relevant, "grades": grades, "k": k})
     assert got == pytest.approx(expected, abs=1e-12)
 
 
 def test_fn_metrics_returns_every_metric_at_once(db):
-    got = db.value("RETURN fn::metrics([article:a, article:b], [article:b], [1], 2)")
+    got = db.value("RETURN fn::seval::metrics([seval_article:a, seval_article:b], [seval_article:b], [1], 2)")
     assert got == pytest.approx({"recall": 1.0, "hit_rate": 1.0, "precision": 0.5, "mrr": 0.5, "ndcg": 1 / L2(3),
                                  "map": 0.5, "r_precision": 0.0, "judged": 0.5})
 
 
 def test_python_metric_list_is_the_databases(db):
     functions = db.value("INFO FOR DB")["functions"]
-    defined = sorted(name.removeprefix("metric_") for name in functions if name.startswith("metric_"))
+    defined = sorted(name.removeprefix("seval::metric_") for name in functions if name.startswith("seval::metric_"))
     assert defined == sorted(METRICS)
-    assert sorted(db.value("RETURN object::keys(fn::metrics([], [article:a], [1], 1))")) == sorted(METRICS)
+    assert sorted(db.value("RETURN object::keys(fn::seval::metrics([], [seval_article:a], [1], 1))")) == sorted(METRICS)
 
 
 def test_every_function_opens_with_a_comment_saying_what_it_computes():
@@ -88,7 +88,7 @@ def test_every_function_opens_with_a_comment_saying_what_it_computes():
 
 
 def test_metrics_at_every_k_in_one_pass_equals_each_metric_function(db):
-    """fn::metrics_at (what a run uses) against fn::metrics (one fn::metric_* per metric) on random rankings."""
+    """fn::seval::metrics_at (what a run uses) against fn::seval::metrics (one fn::seval::metric_* per metric) on random rankings."""
     import random
 
     rng = random.Random(7)
@@ -97,8 +97,8 @@ def test_metrics_at_every_k_in_one_pass_equals_each_metric_function(db):
         relevant = list(dict.fromkeys(f"d{rng.randint(0, 40)}" for _ in range(rng.randint(1, 6))))
         values = {"ranked": ranked, "relevant": relevant, "grades": [rng.choice([1, 1, 2, 3]) for _ in relevant],
                   "ks": sorted({rng.randint(1, 35) for _ in range(3)})}
-        records = "$ranked.map(|$x| type::record('article', $x)), $relevant.map(|$x| type::record('article', $x)), $grades"
-        fast = db.value(f"RETURN fn::metrics_at({records}, $ks)", values)
-        slow = db.value(f"RETURN $ks.map(|$k| {{ k: $k, metrics: fn::metrics({records}, $k) }})", values)
+        records = "$ranked.map(|$x| type::record('seval_article', $x)), $relevant.map(|$x| type::record('seval_article', $x)), $grades"
+        fast = db.value(f"RETURN fn::seval::metrics_at({records}, $ks)", values)
+        slow = db.value(f"RETURN $ks.map(|$k| {{ k: $k, metrics: fn::seval::metrics({records}, $k) }})", values)
         flat = lambda rows: [{**row["metrics"], "k": row["k"]} for row in rows]  # noqa: E731
         assert flat(fast) == [pytest.approx(row, abs=1e-12) for row in flat(slow)], values

@@ -26,16 +26,16 @@ from surreal_eval.store.connection import to_record
 from surreal_eval.store.registry import tuned_by
 
 #: A throwaway retriever: RRF of BM25 and vector with its own constant (10, where runs default to 60).
-RRF10 = "CREATE retriever:hybrid_rrf10 CONTENT { position: 35, lists: ['bm25', 'vector'], fusion: 'rrf', params: { rrf_k: 10 } }"
+RRF10 = "CREATE seval_retriever:hybrid_rrf10 CONTENT { position: 35, lists: ['bm25', 'vector'], fusion: 'rrf', params: { rrf_k: 10 } }"
 
 #: Each harness retriever beside the standalone function a user calls for it (the same ranking).
 STANDALONE = {
-    "bm25": "fn::retrieve_bm25($q.text, $k)",
-    "vector": "fn::retrieve_vec($q.embedding, $k)",
-    "vector_exact": "fn::retrieve_vec_exact($q.embedding, $k)",
-    "hybrid": "fn::retrieve_hybrid($q.text, $q.embedding, $k)",
-    "hybrid_floor": "fn::retrieve_hybrid_floor($q.text, $q.embedding, $k, 3.0)",
-    "hybrid_linear": "fn::retrieve_hybrid_linear($q.text, $q.embedding, $k)",
+    "bm25": "fn::seval::retrieve_bm25($q.text, $k)",
+    "vector": "fn::seval::retrieve_vec($q.embedding, $k)",
+    "vector_exact": "fn::seval::retrieve_vec_exact($q.embedding, $k)",
+    "hybrid": "fn::seval::retrieve_hybrid($q.text, $q.embedding, $k)",
+    "hybrid_floor": "fn::seval::retrieve_hybrid_floor($q.text, $q.embedding, $k, 3.0)",
+    "hybrid_linear": "fn::seval::retrieve_hybrid_linear($q.text, $q.embedding, $k)",
 }
 
 
@@ -53,8 +53,8 @@ def test_a_retriever_added_as_one_row_is_evaluated_and_shows_in_history_compare_
     # reach (a document first in one list scores 1 / (10 + 1) = 0.091; at 60 at most 2 / 61 = 0.033)
     reference = evaluate(seeded, ks=[1, 3, 5], retrievers=["hybrid"], params={"rrf_k": 10}, per_question=True)
     assert rankings(run, "hybrid_rrf10", 5) == rankings(reference, "hybrid", 5)
-    top = seeded.value("SELECT VALUE scores[0] FROM eval_ranking WHERE run = $r AND retriever = $n",
-                       {"r": to_record(run.run, "eval_run"), "n": "hybrid_rrf10"})
+    top = seeded.value("SELECT VALUE scores[0] FROM seval_ranking WHERE run = $r AND retriever = $n",
+                       {"r": to_record(run.run, "seval_run"), "n": "hybrid_rrf10"})
     assert len(top) == 8 and max(top) >= 1 / 11 > 2 / 61
 
     recorded = {r.run: r for r in history(seeded)}[run.run]
@@ -80,28 +80,28 @@ def test_the_registry_and_every_dispatch_agree(seeded):
     rows = registry(seeded)
     assert tuple(r.name for r in rows) == RETRIEVERS  # the seeded rows, in report order
     assert all(r.harness for r in rows)
-    assert seeded.value("RETURN fn::retriever_names()") == list(RETRIEVERS)
-    assert seeded.value("RETURN fn::default_retrievers()") == [r.name for r in rows if r.by_default]
+    assert seeded.value("RETURN fn::seval::retriever_names()") == list(RETRIEVERS)
+    assert seeded.value("RETURN fn::seval::default_retrievers()") == [r.name for r in rows if r.by_default]
     assert set(STANDALONE) == set(RETRIEVERS)
     # every candidate list and fusion the table accepts is one fn::candidate_list and fn::fused dispatch on
-    fields = seeded.value("INFO FOR TABLE retriever")["fields"]
+    fields = seeded.value("INFO FOR TABLE seval_retriever")["fields"]
     lists = re.findall(r"'(\w+)'", fields["lists"].split("ASSERT", 1)[1].split("]", 1)[0])  # the built-in lists
     fusions = re.findall(r"'(\w+)'", fields["fusion"].split("ASSERT", 1)[1])
     assert sorted(lists) == ["bm25", "vector", "vector_exact"] and sorted(fusions) == ["linear", "none", "rrf", "rrf_floor"]
     assert {r.fusion for r in rows} == set(fusions)
-    q = "question:money_back"
+    q = "seval_question:money_back"
     for name in lists:
-        got = seeded.value(f"RETURN fn::candidate_list($l, (SELECT * FROM ONLY {q}), fn::run_params([5], {{}}))", {"l": name})
+        got = seeded.value(f"RETURN fn::seval::candidate_list($l, (SELECT * FROM ONLY {q}), fn::seval::run_params([5], {{}}))", {"l": name})
         assert got and all("score" in hit for hit in got)
     # each retriever's ranking in a run is what its standalone function returns, for every question
-    ids = seeded.value("SELECT VALUE id FROM question ORDER BY id")
+    ids = seeded.value("SELECT VALUE id FROM seval_question ORDER BY id")
     for name, call in STANDALONE.items():
         for qid in ids:
             ran = seeded.value(
-                "LET $q = (SELECT * FROM ONLY $id); RETURN fn::question_rankings($q, fn::run_params([$k], {}), [$name])[0].list.id;",
+                "LET $q = (SELECT * FROM ONLY $id); RETURN fn::seval::question_rankings($q, fn::seval::run_params([$k], {}), [$name])[0].list.id;",
                 {"id": qid, "k": 5, "name": name})
             assert ran == seeded.value(f"LET $q = (SELECT * FROM ONLY $id); RETURN {call};", {"id": qid, "k": 5}), (name, qid)
-            assert ran == seeded.value("LET $q = (SELECT * FROM ONLY $id); RETURN fn::retrieve($name, $q.text, $q.embedding, $k);",
+            assert ran == seeded.value("LET $q = (SELECT * FROM ONLY $id); RETURN fn::seval::retrieve($name, $q.text, $q.embedding, $k);",
                                        {"id": qid, "k": 5, "name": name}), (name, qid)
     # tune's default retriever of every tunable parameter comes from the registry
     assert {param: tuned_by(seeded, param) for param in TUNABLE} == {
@@ -112,7 +112,7 @@ def test_the_floor_sweep_comes_from_the_floored_retrievers_row(seeded):
     report = evaluate(seeded, ks=[3], retrievers=["hybrid_floor"], params={"floors": [0, 2]})
     assert [(s.floor, s.retriever) for s in report.sweep] == [(0, "floor_sweep"), (2, "floor_sweep")]
     assert evaluate(seeded, ks=[3], retrievers=["hybrid"]).sweep == []
-    seeded.query("UPDATE retriever:hybrid_floor SET sweep = NONE")
+    seeded.query("UPDATE seval_retriever:hybrid_floor SET sweep = NONE")
     assert evaluate(seeded, ks=[3], retrievers=["hybrid_floor"]).sweep == []
 
 
@@ -121,7 +121,7 @@ def test_an_unknown_retriever_is_refused_with_the_registrys_names(seeded):
     with pytest.raises(ConfigError, match="unknown retriever nope: use bm25, vector, vector_exact, hybrid, hybrid_rrf10, hybrid_floor"):
         evaluate(seeded, ks=[3], retrievers=["nope"])
     with pytest.raises(Rejected, match="unknown retriever"):
-        seeded.value("RETURN fn::run_evaluation([3], ['nope'], {}, NONE)")
+        seeded.value("RETURN fn::seval::run_evaluation([3], ['nope'], {}, NONE)")
     assert history(seeded) == []
     assert [v.retriever for v in diagnose(seeded, "money_back", k=3, retrievers=["hybrid_rrf10"]).retrievers] == ["hybrid_rrf10"]
 
@@ -136,13 +136,13 @@ def test_an_unknown_retriever_is_refused_with_the_registrys_names(seeded):
 ])
 def test_a_malformed_registry_row_is_refused(db, row):
     with pytest.raises((Rejected, QueryFailed)):  # a failed ASSERT; the UNIQUE position index
-        db.query(f"CREATE retriever:mine CONTENT {row}")
+        db.query(f"CREATE seval_retriever:mine CONTENT {row}")
     assert [r.name for r in registry(db)] == list(RETRIEVERS)
 
 
 def test_importing_again_resets_the_harness_rows_and_keeps_the_users(db):
     db.query(RRF10)
-    db.query("UPDATE retriever:hybrid SET by_default = false, params = { rrf_k: 5 }")
+    db.query("UPDATE seval_retriever:hybrid SET by_default = false, params = { rrf_k: 5 }")
     import_harness(db, HarnessConfig(dimension=4))
     rows = {r.name: r for r in registry(db)}
     assert rows["hybrid"].by_default and rows["hybrid"].params == {}

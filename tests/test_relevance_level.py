@@ -30,7 +30,7 @@ runner = CliRunner()
 
 
 def at_level(db, ranked, labels, ks, level):
-    rows = db.value("RETURN fn::metrics_at_level($ranked, $relevant, $grades, $ks, $level)",
+    rows = db.value("RETURN fn::seval::metrics_at_level($ranked, $relevant, $grades, $ks, $level)",
                     {"ranked": ranked, "relevant": list(labels), "grades": list(labels.values()), "ks": ks, "level": level})
     return {row["k"]: row["metrics"] for row in rows}
 
@@ -95,8 +95,8 @@ def test_level_2_on_the_seed_keeps_ndcg_and_only_money_backs_grade_2_label(seede
         assert means(two)[key]["ndcg"] == pytest.approx(metrics["ndcg"])
         assert means(two)[key]["judged"] == pytest.approx(metrics["judged"])
     for row in two.per_question:
-        if row.question == "question:money_back":  # refund_request (grade 2) is its one relevant label now
-            assert row.recall == (1.0 if "article:refund_request" in row.ranked[: row.k] else 0.0)
+        if row.question == "seval_question:money_back":  # refund_request (grade 2) is its one relevant label now
+            assert row.recall == (1.0 if "seval_article:refund_request" in row.ranked[: row.k] else 0.0)
         else:  # every other question has grade-1 labels only: nothing reaches level 2
             assert all(getattr(row, m) == 0 for m in BINARY)
 
@@ -154,8 +154,8 @@ def test_watch_and_tune_record_the_scoring_parameters(seeded):
 @pytest.fixture
 def own_document(seeded):
     """A question whose key is an article's key and whose text and embedding are that article's."""
-    seeded.query("CREATE question:password_reset CONTENT { text: 'forgot password reset link email', "
-                 "embedding: [0.9, 0.1, 0.0, 0.1], relevant: [article:account_locked] }")
+    seeded.query("CREATE seval_question:password_reset CONTENT { text: 'forgot password reset link email', "
+                 "embedding: [0.9, 0.1, 0.0, 0.1], relevant: [seval_article:account_locked] }")
     return seeded
 
 
@@ -168,10 +168,10 @@ def test_ignore_identical_ids_drops_the_questions_own_record(own_document):
     kept = evaluate(own_document, ks=KS, retrievers=["vector"], params={"depth": 6}, per_question=True)
     dropped = evaluate(own_document, ks=KS, retrievers=["vector"], params={"ignore_identical_ids": True, "depth": 6},
                        per_question=True)
-    (before,) = [r for r in kept.per_question if r.question == "question:password_reset" and r.k == 1]
-    (after,) = [r for r in dropped.per_question if r.question == "question:password_reset" and r.k == 1]
-    assert before.ranked == ["article:password_reset"] and before.mrr == 0.0
-    assert after.ranked == ["article:account_locked"] and after.mrr == 1.0
+    (before,) = [r for r in kept.per_question if r.question == "seval_question:password_reset" and r.k == 1]
+    (after,) = [r for r in dropped.per_question if r.question == "seval_question:password_reset" and r.k == 1]
+    assert before.ranked == ["seval_article:password_reset"] and before.mrr == 0.0
+    assert after.ranked == ["seval_article:account_locked"] and after.mrr == 1.0
     # the stored rankings: BEIR's rule applied to the kept one gives the dropped one; no other question changed
     (full_kept, _), (full_dropped, _) = parsed(own_document, kept.run), parsed(own_document, dropped.run)
     assert full_dropped["password_reset"] == [d for d in full_kept["password_reset"] if d != "password_reset"]
@@ -184,7 +184,7 @@ def test_ignore_identical_ids_drops_the_questions_own_record(own_document):
 def test_ignoring_identical_ids_retrieves_one_more_so_the_deepest_k_stays_full(own_document):
     report = evaluate(own_document, ks=KS, retrievers=["vector"], params={"ignore_identical_ids": True}, per_question=True)
     assert report.params["depth"] == 6
-    (row,) = [r for r in report.per_question if r.question == "question:password_reset" and r.k == 5]
+    (row,) = [r for r in report.per_question if r.question == "seval_question:password_reset" and r.k == 5]
     assert len(row.ranked) == 5
 
 
@@ -235,7 +235,7 @@ def test_cisi_with_graded_labels_equals_pytrec_eval_at_level_2_and_beir_ignoring
     db = connect(Settings(url="mem://"))
     try:
         load_beir(db, graded_cisi(tmp_path), create_harness=True)
-        assert db.value("SELECT VALUE grades FROM question").count([1]) < 76  # the grades took
+        assert db.value("SELECT VALUE grades FROM seval_question").count([1]) < 76  # the grades took
         ks = [5, 10, 50]
         report = evaluate(db, ks=ks, retrievers=["vector"], params={"relevance_level": 2, "ignore_identical_ids": True},
                           per_question=True)

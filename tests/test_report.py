@@ -20,7 +20,7 @@ FIGURE = re.compile(r'<div id="([\w-]+)" class="plotly-graph-div[^"]*"')
 @pytest.fixture
 def history(seeded):
     """The seed with some synthetic questions, evaluated at floor 3 then floor 0 (money_back breaks at k = 3)."""
-    seeded.query("UPDATE question SET source = IF record::id(id) IN ['signin', 'new_card'] { 'synthetic' } ELSE { 'real' }")
+    seeded.query("UPDATE seval_question SET source = IF record::id(id) IN ['signin', 'new_card'] { 'synthetic' } ELSE { 'real' }")
     evaluate(seeded, ks=[1, 3, 5], label="floor 3")
     evaluate(seeded, ks=[1, 3, 5], params={"floor": 0.0}, label="</script><b>floor 0</b>")
     return seeded
@@ -44,7 +44,7 @@ def test_the_page_is_self_contained_and_has_every_section(history, tmp_path):
 
 
 def test_a_run_without_a_previous_run_and_without_slices(seeded, tmp_path):
-    seeded.query("UPDATE question SET category = NONE")
+    seeded.query("UPDATE seval_question SET category = NONE")
     evaluate(seeded, ks=[3])
     page = write_report(seeded, tmp_path / "one.html").read_text(encoding="utf-8")
     assert FIGURE.findall(page) == ["trend", "matrix"]  # recall@3: the run has no k = 5
@@ -143,8 +143,8 @@ def test_the_matrix_sorts_question_ids_naturally():
     from surreal_eval.models import QuestionResult, RunReport
     from surreal_eval.present.figures import _matrix_rows
 
-    rows = [QuestionResult(question=f"question:{n}", retriever="bm25", k=5, recall=1, hit_rate=1, precision=0.2,
+    rows = [QuestionResult(question=f"seval_question:{n}", retriever="bm25", k=5, recall=1, hit_rate=1, precision=0.2,
                            mrr=1, ndcg=1, map=1, r_precision=1, ranked=[], relevant=[]) for n in (1, 10, 11, 2)]
     report = RunReport.model_construct(per_question=rows)
     questions, _ = _matrix_rows(report, parse_metric("recall@5"), set())
-    assert questions == ["question:1", "question:2", "question:10", "question:11"]
+    assert questions == ["seval_question:1", "seval_question:2", "seval_question:10", "seval_question:11"]

@@ -24,7 +24,7 @@ DEPTH = 5
 
 @pytest.fixture
 def server(seeded):
-    documents = {a["id"].id: a["title"] + " " + a["content"] for a in seeded.value("SELECT id, title, content FROM article")}
+    documents = {a["id"].id: a["title"] + " " + a["content"] for a in seeded.value("SELECT id, title, content FROM seval_article")}
     with serving(documents) as running:
         yield running
 
@@ -44,13 +44,13 @@ def test_a_reranked_run_holds_the_first_stage_at_n_and_the_reranked_list_at_each
     for row in report.results:
         if row.retriever in ("bm25", "hybrid"):  # the first stage is scored as a plain run scores it
             assert row.scores == pytest.approx(first[(row.retriever, row.k)])
-    contents = {a["id"]: a["content"] for a in seeded.value("SELECT id, content FROM article")}
-    texts = {f"question:{q['id'].id}": q["text"] for q in seeded.value("SELECT id, text FROM question")}
+    contents = {a["id"]: a["content"] for a in seeded.value("SELECT id, content FROM seval_article")}
+    texts = {f"seval_question:{q['id'].id}": q["text"] for q in seeded.value("SELECT id, text FROM seval_question")}
     for name in ("bm25", "hybrid"):
         stage, reranked = per_question(report, name, DEPTH), per_question(report, name + "+rerank", DEPTH)
         for question, row in stage.items():
             expected = sorted(row.ranked, key=lambda d: -server.overlap(
-                texts[question], next(c for i, c in contents.items() if f"article:{i.id}" == d)))
+                texts[question], next(c for i, c in contents.items() if f"seval_article:{i.id}" == d)))
             assert reranked[question].ranked == expected, (name, question)
             assert reranked[question].recall == row.recall  # the same N records: recall@N cannot move
 
@@ -69,7 +69,7 @@ def test_an_endpoint_retriever_is_reranked_too(seeded, server):
 
 
 @pytest.mark.parametrize(("answer", "message"), [
-    ({"results": [{"index": 0, "relevance_score": 1.0}]}, r"reranker scored 1 of the \d+ documents of question:"),
+    ({"results": [{"index": 0, "relevance_score": 1.0}]}, r"reranker scored 1 of the \d+ documents of seval_question:"),
     ({"results": [{"index": 99, "relevance_score": 1.0}]}, "each result needs a new index"),
     ({"results": [{"index": 0, "relevance_score": "high"}]}, "each result needs a new index"),
     ({"ranking": []}, "without a list of {index, score} results"),
@@ -88,7 +88,7 @@ def test_a_failing_reranker_is_retried_then_refused(seeded, server):
     assert report.retrievers == ["hybrid", "hybrid+rerank"] and server.requests == 8 + 2
     server.status = 500
     before = snapshot(seeded)
-    with pytest.raises(EndpointFailed, match=r"reranker answered HTTP 500 for question:\w+ \(hybrid\) \(after 2 attempts\)"):
+    with pytest.raises(EndpointFailed, match=r"reranker answered HTTP 500 for seval_question:\w+ \(hybrid\) \(after 2 attempts\)"):
         evaluate(seeded, ks=[1], retrievers=["hybrid"], rerank=Rerank(server.url + "/rerank", depth=DEPTH, retries=1))
     assert snapshot(seeded) == before
 

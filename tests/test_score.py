@@ -59,8 +59,8 @@ def test_a_random_trec_run_scores_as_pytrec_eval_over_every_golden_question(seed
     import pytrec_eval
 
     rng = random.Random(7)
-    docs = [d.id for d in seeded.value("SELECT VALUE id FROM article")]
-    questions = [q.id for q in seeded.value("SELECT VALUE id FROM question ORDER BY id")]
+    docs = [d.id for d in seeded.value("SELECT VALUE id FROM seval_article")]
+    questions = [q.id for q in seeded.value("SELECT VALUE id FROM seval_question ORDER BY id")]
     lines, run = [], {}
     for qid in questions[:-2]:  # the last two are absent from the file: they score 0
         ranked = rng.sample(docs, 6)
@@ -86,10 +86,10 @@ def test_a_random_trec_run_scores_as_pytrec_eval_over_every_golden_question(seed
 
 
 def test_jsonl_rankings_with_ids_or_with_scores_are_scored_alike(seeded, tmp_path):
-    qs = seeded.value("SELECT id, relevant FROM question ORDER BY id")
+    qs = seeded.value("SELECT id, relevant FROM seval_question ORDER BY id")
     bare = [{"question": q["id"].id, "ranked": [r.id for r in q["relevant"]]} for q in qs]
-    scored = [{"question": f"question:{q['id'].id}", "retriever": "scored",
-               "ranked": [{"id": f"article:{r.id}", "score": 10 - i} for i, r in enumerate(q["relevant"])]} for q in qs]
+    scored = [{"question": f"seval_question:{q['id'].id}", "retriever": "scored",
+               "ranked": [{"id": f"seval_article:{r.id}", "score": 10 - i} for i, r in enumerate(q["relevant"])]} for q in qs]
     path = tmp_path / "log.jsonl"
     path.write_text("\n".join(json.dumps(row) for row in bare + scored) + "\n")
     report = score_file(seeded, path, ks=[1, 5], name="bare")
@@ -109,7 +109,7 @@ REFUSED = [
     ("money_back Q0 refund_request 1 2 mine\nnope Q0 refund_request 1 2 mine\n", "run.trec",
      "run.trec:2: question 'nope' is not in the golden set"),
     ("money_back Q0 refund_request 1 2 mine\nmoney_back Q0 gone 2 1 mine\n", "run.trec",
-     "run.trec:2: document 'gone' is not a record of article"),
+     "run.trec:2: document 'gone' is not a record of seval_article"),
     ("money_back Q0 refund_request 1 2 a\nmoney_back Q0 refund_request 1 2 b\n", "run.trec",
      "--name renames a file's one tag, and this file has 2: a, b"),
     ("money_back Q0 refund_request 1 2 bad$tag\n", "run.trec", "retriever name 'bad$tag'"),
@@ -123,7 +123,7 @@ REFUSED = [
      "r.jsonl:2: question 'money_back' is ranked twice"),
     ('{"question": "money_back", "ranked": [], "rank": 1}\n', "r.jsonl", "r.jsonl:1: unknown field 'rank'"),
     ('{"question": "money_back", "ranked": ["refund_request", "nowhere"]}\n', "r.jsonl",
-     "r.jsonl:1: document 'nowhere' is not a record of article"),
+     "r.jsonl:1: document 'nowhere' is not a record of seval_article"),
     ('{"question": "money_back", "ranked": [\n', "r.jsonl", "r.jsonl:1: not valid JSON"),
 ]
 
@@ -156,7 +156,7 @@ def test_score_command_records_a_run_and_refuses_with_exit_2(tmp_path):
     bad.write_text("money_back Q0 refund_request 1 2 prod\nmoney_back Q0 ghost 2 1 prod\n")
     refused = runner.invoke(app, [*store, "score", str(bad), "--label", "bad"])
     assert refused.exit_code == 2
-    assert refused.stderr.strip().splitlines() == [f"error: {bad}:2: document 'ghost' is not a record of article; nothing was recorded"]
+    assert refused.stderr.strip().splitlines() == [f"error: {bad}:2: document 'ghost' is not a record of seval_article; nothing was recorded"]
     done = runner.invoke(app, [*store, "score", str(good), "--label", "prod log", "--k", "1", "--json"])
     assert done.exit_code == 0, done.output
     data = json.loads(done.stdout)
@@ -177,13 +177,13 @@ def test_an_evaluator_scores_a_file_but_cannot_register_an_endpoint(tmp_path):
     import_seed(owner)
     grant_evaluator(owner, "ci", "correct horse battery")
     owner.close()
-    db = connect(Settings(url=url, access="evaluator", user="ci", password="correct horse battery"))
+    db = connect(Settings(url=url, access="seval_evaluator", user="ci", password="correct horse battery"))
     try:
         path = tmp_path / "run.trec"
         path.write_text("money_back Q0 refund_request 1 2 prod\n")
         assert score_file(db, path, ks=[1]).retrievers == ["prod"]
         with pytest.raises(PermissionDenied, match="only an owner"):
             add_endpoint(db, Endpoint(name="docs", url="http://h/s?q={text}", ids="hits[*].id"))
-        assert db.value("SELECT * FROM retriever_endpoint") == []
+        assert db.value("SELECT * FROM seval_endpoint") == []
     finally:
         db.close()

@@ -119,7 +119,7 @@ def test_a_connection_dropped_mid_run_fails_in_one_line_and_records_no_run():
             proxied.close()
         except ConnectionFailed:
             pass
-        assert direct.value("SELECT VALUE id FROM eval_run WHERE finished_at != NONE") == []
+        assert direct.value("SELECT VALUE id FROM seval_run WHERE finished_at != NONE") == []
         assert evaluate(direct, ks=[1, 3, 5]).questions > 0  # the store still evaluates (the dead run stays unfinished, unseen)
     finally:
         direct.close()

@@ -23,7 +23,7 @@ SYNTHETIC = {"signin", "new_card", "where_parcel"}
 @pytest.fixture
 def run(seeded):
     """The seed with three synthetic questions and the rest real, evaluated at k = 1, 3, 5."""
-    seeded.query("UPDATE question SET source = IF record::id(id) IN $synthetic { 'synthetic' } ELSE { 'real' }",
+    seeded.query("UPDATE seval_question SET source = IF record::id(id) IN $synthetic { 'synthetic' } ELSE { 'real' }",
                  {"synthetic": sorted(SYNTHETIC)})
     return seeded, evaluate(seeded, ks=[1, 3, 5], per_question=True)
 
@@ -69,7 +69,7 @@ def test_unset_fields_are_one_slice_and_real_and_synthetic_are_apart(run):
     assert source["synthetic", "bm25"].questions == 3 and source["real", "bm25"].questions == 5
     # BM25 misses "I can't get into my account" (synthetic) even at k = 5
     scores = question_scores(report, "bm25", "recall@5")
-    assert source["synthetic", "bm25"].mean == pytest.approx(sum(scores[f"question:{q}"] for q in SYNTHETIC) / 3)
+    assert source["synthetic", "bm25"].mean == pytest.approx(sum(scores[f"seval_question:{q}"] for q in SYNTHETIC) / 3)
 
 
 def test_bad_slices_are_refused(run):
@@ -79,7 +79,7 @@ def test_bad_slices_are_refused(run):
     with pytest.raises(ConfigError, match="k = 1, 3, 5, not recall@10"):
         slices(db, report.run, "recall@10")
     with pytest.raises(NotFound):
-        slices(db, "eval_run:nope")
+        slices(db, "seval_run:nope")
 
 
 def test_cli_slices_table_and_json(tmp_path):

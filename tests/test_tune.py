@@ -42,9 +42,9 @@ def test_held_out_tuning_sweeps_dev_and_reports_test(seeded):
 
 def test_splits_are_stable_for_a_seed(seeded):
     first = assign_splits(seeded, seed=7)
-    splits = seeded.value("SELECT VALUE split FROM question ORDER BY id")
+    splits = seeded.value("SELECT VALUE split FROM seval_question ORDER BY id")
     assert assign_splits(seeded, seed=7) == first
-    assert seeded.value("SELECT VALUE split FROM question ORDER BY id") == splits
+    assert seeded.value("SELECT VALUE split FROM seval_question ORDER BY id") == splits
 
 
 def test_tuning_knn_ef_restores_the_harness(seeded):
@@ -58,8 +58,8 @@ def test_tuning_knn_ef_restores_the_harness(seeded):
 def _harness_state(db) -> dict:
     """What an ordinary evaluation reads of the harness: its definitions, config and checksum."""
     functions = db.value("INFO FOR DB")["functions"]
-    return {"functions": {name: body for name, body in functions.items() if name != "vec_candidates_at_ef"},
-            "config": harness_config(db), "checksum": db.value("RETURN fn::harness_checksum()")}
+    return {"functions": {name: body for name, body in functions.items() if name != "seval::vec_candidates_at_ef"},
+            "config": harness_config(db), "checksum": db.value("RETURN fn::seval::harness_checksum()")}
 
 
 def _scores(db) -> dict:
@@ -137,13 +137,13 @@ def test_reloading_the_golden_set_keeps_each_questions_split(seeded, tmp_path):
     from surreal_eval.runs.evaluate import evaluate
 
     sizes = assign_splits(seeded, seed=0)
-    before = dict(seeded.value("SELECT VALUE [record::id(id), split] FROM question"))
-    rows = seeded.value("SELECT record::id(id) AS id, text, embedding, relevant, grades FROM question")
+    before = dict(seeded.value("SELECT VALUE [record::id(id), split] FROM seval_question"))
+    rows = seeded.value("SELECT record::id(id) AS id, text, embedding, relevant, grades FROM seval_question")
     questions = [Question(id=r["id"], text=r["text"], embedding=r["embedding"], grades=r["grades"],
-                          relevant=[f"article:{x.id}" for x in r["relevant"]]) for r in rows]
+                          relevant=[f"seval_article:{x.id}" for x in r["relevant"]]) for r in rows]
     questions[0] = questions[0].model_copy(update={"split": "test" if before[questions[0].id] == "dev" else "dev"})
     load_golden(seeded, questions)
-    after = dict(seeded.value("SELECT VALUE [record::id(id), split] FROM question"))
+    after = dict(seeded.value("SELECT VALUE [record::id(id), split] FROM seval_question"))
     assert {q: s for q, s in after.items() if q != questions[0].id} == {q: s for q, s in before.items() if q != questions[0].id}
     assert after[questions[0].id] == questions[0].split  # a split the reloaded row names wins
     assert evaluate(seeded, ks=[3], params={"split": "dev"}).questions == sum(s == "dev" for s in after.values())
@@ -152,7 +152,7 @@ def test_reloading_the_golden_set_keeps_each_questions_split(seeded, tmp_path):
 
 def test_tuning_that_cannot_tell_the_values_apart_names_no_best_and_records_nothing(seeded):
     assign_splits(seeded, seed=0)
-    above = max(s for q in seeded.value("SELECT VALUE fn::bm25_candidates('article', text, 3).score FROM question") for s in q)
+    above = max(s for q in seeded.value("SELECT VALUE fn::seval::bm25_candidates('seval_article', text, 3).score FROM seval_question") for s in q)
     # floors above every BM25 score fuse the vector list alone: every value ranks alike
     result = tune(seeded, param="floor", values=[above + 1, above + 2, above + 3], metric="recall@3")
     assert result.best is None and result.report is None
@@ -169,7 +169,7 @@ def test_values_tied_for_the_best_are_named(seeded):
 
 def test_the_default_floor_grid_comes_from_the_bm25_scores_seen(seeded):
     assign_splits(seeded, seed=0)
-    dev = seeded.value("SELECT VALUE fn::bm25_candidates('article', text, 5).score FROM question WHERE split = 'dev'")
+    dev = seeded.value("SELECT VALUE fn::seval::bm25_candidates('seval_article', text, 5).score FROM seval_question WHERE split = 'dev'")
     scores = sorted(s for q in dev for s in q)
     result = tune(seeded, param="floor", metric="recall@5")
     grid = [row["value"] for row in result.sweep]

@@ -42,18 +42,18 @@ runner = CliRunner()
 USER_FUNCTIONS = r"""
 DEFINE FUNCTION fn::my_bm25($text: string, $embedding: option<array<number>>, $k: int) -> array {
     LET $words = string::replace($text, <regex> '[^\\p{L}\\p{N}]+', ' ');
-    RETURN (SELECT id, search::score(1) AS score FROM article WHERE content @1,OR@ $words ORDER BY score DESC, id ASC LIMIT $k)[WHERE score > 0];
+    RETURN (SELECT id, search::score(1) AS score FROM seval_article WHERE content @1,OR@ $words ORDER BY score DESC, id ASC LIMIT $k)[WHERE score > 0];
 };
-DEFINE FUNCTION fn::my::ids($text: string, $embedding: option<array<number>>, $k: int) -> array<record<article>> {
+DEFINE FUNCTION fn::my::ids($text: string, $embedding: option<array<number>>, $k: int) -> array<record<seval_article>> {
     RETURN fn::my_bm25($text, $embedding, $k).id;
 };
 DEFINE FUNCTION fn::two_args($text: string, $k: int) { RETURN [] };
 DEFINE FUNCTION fn::needs_vector($text: string, $embedding: array<number>, $k: int) { RETURN [] };
 DEFINE FUNCTION fn::text_k($text: string, $embedding: option<array<number>>, $k: string) { RETURN [] };
 DEFINE FUNCTION fn::a_number($text: string, $embedding: option<array<number>>, $k: int) { RETURN 3 };
-DEFINE FUNCTION fn::strings($text: string, $embedding: option<array<number>>, $k: int) { RETURN ['article:a'] };
-DEFINE FUNCTION fn::text_scores($text: string, $embedding: option<array<number>>, $k: int) { RETURN [{ id: article:refund_request, score: 'high' }] };
-DEFINE FUNCTION fn::questions($text: string, $embedding: option<array<number>>, $k: int) { RETURN [question:money_back] };
+DEFINE FUNCTION fn::strings($text: string, $embedding: option<array<number>>, $k: int) { RETURN ['seval_article:a'] };
+DEFINE FUNCTION fn::text_scores($text: string, $embedding: option<array<number>>, $k: int) { RETURN [{ id: seval_article:refund_request, score: 'high' }] };
+DEFINE FUNCTION fn::questions($text: string, $embedding: option<array<number>>, $k: int) { RETURN [seval_question:money_back] };
 DEFINE FUNCTION fn::fails($text: string, $embedding: option<array<number>>, $k: int) { THROW 'index offline' };
 """
 
@@ -81,13 +81,13 @@ def test_a_function_retriever_ranks_as_its_function_and_fuses_as_the_built_in_li
     # and RRF of it with the vector list is the built-in hybrid, ranking and scores
     assert per_question(run, "mine_hybrid", 5) == per_question(run, "hybrid", 5)
     scores = {row["retriever"]: row["scores"] for row in mine.value(
-        "SELECT retriever, scores FROM eval_ranking WHERE run = type::record('eval_run', $r) AND question = question:money_back",
+        "SELECT retriever, scores FROM seval_ranking WHERE run = type::record('seval_run', $r) AND question = seval_question:money_back",
         {"r": run.run.split(":", 1)[1]})}
     assert scores["mine_hybrid"] == pytest.approx(scores["hybrid"])
     assert scores["mine"] == pytest.approx(scores["bm25"])  # its own scores, kept
     assert scores["mine_ids"] == pytest.approx([1 / r for r in range(1, len(scores["mine_ids"]) + 1)])  # bare records: 1 / rank
     direct = mine.value("RETURN fn::my_bm25('refund for a damaged parcel', NONE, 5).id")
-    assert mine.value("RETURN fn::retrieve('mine', 'refund for a damaged parcel', [0.0, 0.0, 0.0, 0.0], 5)") == direct
+    assert mine.value("RETURN fn::seval::retrieve('mine', 'refund for a damaged parcel', [0.0, 0.0, 0.0, 0.0], 5)") == direct
 
 
 def test_a_function_retriever_is_in_history_compare_gate_diagnose_and_the_report(mine, tmp_path):
@@ -110,7 +110,7 @@ def test_a_function_retriever_is_in_history_compare_gate_diagnose_and_the_report
 
 def test_the_after_ingest_evaluation_runs_a_function_retriever(mine):
     set_watch(mine, ks=[1, 3], retrievers=["mine", "mine_hybrid"])
-    run = record_ingest(mine, corpus="article", documents=1)
+    run = record_ingest(mine, corpus="seval_article", documents=1)
     recorded = {r.run: r for r in history(mine)}[run]
     assert recorded.trigger == "ingest" and recorded.retrievers == ["mine", "mine_hybrid"]
     by_hand = evaluate(mine, ks=[1, 3], retrievers=["mine", "mine_hybrid"])
@@ -128,8 +128,8 @@ def test_user_rows_survive_init_and_remove_takes_them_out_of_the_dispatch(mine):
     assert before.results[0].recall > 0
     remove_retriever(mine, "mine_hybrid")
     remove_retriever(mine, "mine_ids")
-    assert "mine_ids" not in mine.value("INFO FOR DB")["functions"]["function_candidates"]
-    assert "'mine'" in mine.value("INFO FOR DB")["functions"]["function_candidates"]
+    assert "mine_ids" not in mine.value("INFO FOR DB")["functions"]["seval::function_candidates"]
+    assert "'mine'" in mine.value("INFO FOR DB")["functions"]["seval::function_candidates"]
     with pytest.raises(ConfigError, match="unknown retriever mine_ids"):
         evaluate(mine, ks=[3], retrievers=["mine_ids"])
     assert "my::ids" in mine.value("INFO FOR DB")["functions"]  # the user's function stays
@@ -161,12 +161,12 @@ REFUSED = {
     "embedding not optional": (["mine2", "--function", "fn::needs_vector"], "has another signature"),
     "k a string": (["mine2", "--function", "fn::text_k"], "has another signature"),
     "a number": (["mine2", "--function", "fn::a_number"], "returned 3, not an array of records"),
-    "strings": (["mine2", "--function", "fn::strings"], "returned article:a, which is neither a record"),
+    "strings": (["mine2", "--function", "fn::strings"], "returned seval_article:a, which is neither a record"),
     "text scores": (["mine2", "--function", "fn::text_scores"], "with a numeric score"),
     "another table": (["mine2", "--function", "fn::questions"],
-                      "returned question:money_back, a record of table question, not of the corpus table article"),
-    "it throws": (["mine2", "--function", "fn::fails"], "fn::fails on question:money_back: index offline"),
-    "the harness's": (["mine2", "--function", "fn::bm25_candidates"], "fn::bm25_candidates is the harness's own"),
+                      "returned seval_question:money_back, a record of table seval_question, not of the corpus table seval_article"),
+    "it throws": (["mine2", "--function", "fn::fails"], "fn::fails on seval_question:money_back: index offline"),
+    "the harness's": (["mine2", "--function", "fn::seval::bm25_candidates"], "fn::seval::bm25_candidates is the harness's own"),
     "corpus unknown": (["mine2", "--function", "fn::my_bm25", "--corpus", "nowhere"], "--corpus nowhere is not a corpus table"),
     "name not an identifier": (["my-search", "--function", "fn::my_bm25"], "retriever name 'my-search' is not a valid identifier"),
     "name a keyword": (["select", "--function", "fn::my_bm25"], "is a SurrealQL keyword"),
@@ -243,13 +243,13 @@ def test_retriever_add_and_the_listing_through_the_cli(store):
     assert added.exit_code == 0 and "registered retriever mine_hybrid: linear of mine + vector" in added.stdout, added.output
     listed = json.loads(cli(store, "retrievers", "--json").stdout)
     kinds = {r["name"]: (r["kind"], r["function_name"], r["corpus"], r["by_default"]) for r in listed}
-    assert kinds["mine"] == ("function", "fn::my_bm25", "article", False)
+    assert kinds["mine"] == ("function", "fn::my_bm25", "seval_article", False)
     assert kinds["mine_hybrid"] == ("fused", None, None, True) and kinds["bm25"][0] == "list"
     ran = cli(store, "evaluate", "--k", "1,3", "--json")  # mine_hybrid runs by default now
     assert ran.exit_code == 0, ran.output
     assert "mine_hybrid" in {r["retriever"] for r in json.loads(ran.stdout)["results"]}
     table = cli(store, "retrievers")
-    assert "fn::my_bm25 on article" in table.stdout
+    assert "fn::my_bm25 on seval_article" in table.stdout
     assert cli(store, "retriever", "remove", "mine_hybrid").exit_code == 0
 
 
@@ -321,7 +321,7 @@ def test_the_issues_flow_a_users_table_and_function_attached_registered_evaluate
     ranked = {(r["question"], r["retriever"]): r["ranked"] for r in first["per_question"] if r["k"] == 3}
     for q in QUESTIONS:  # the user's function, as a run scored it, is what their application gets
         theirs = db.value("RETURN fn::kb_search($t, $v, 3).id", {"t": q["text"], "v": q["embedding"]})
-        assert ranked[(f"question:{q['id']}", "mine")] == [str(r) for r in theirs]
+        assert ranked[(f"seval_question:{q['id']}", "mine")] == [str(r) for r in theirs]
     assert not any(r.endswith("_de") for (_, name), ids in ranked.items() if name == "mine" for r in ids)
     at_1 = {r["retriever"]: r["hit_rate"] for r in first["results"] if r["k"] == 1}
     assert at_1["mine"] == 1.0 > at_1["bm25"]  # the German repeats outrank the answers for plain BM25 only
@@ -344,12 +344,12 @@ def test_the_registry_table_refuses_a_function_row_that_does_not_fit(mine):
     from surreal_eval.errors import Rejected
 
     before = snapshot(mine)
-    for row in ("{ position: 900, lists: ['x'], fusion: 'none', function_name: 'fn::f(); REMOVE TABLE question' }",
+    for row in ("{ position: 900, lists: ['x'], fusion: 'none', function_name: 'fn::f(); REMOVE TABLE seval_question' }",
                 "{ position: 900, lists: ['mine'], fusion: 'none', function_name: 'fn::my_bm25' }",
                 "{ position: 900, lists: ['x'], fusion: 'rrf', function_name: 'fn::my_bm25' }",
-                "{ position: 900, lists: ['bm25'], fusion: 'none', corpus: 'article' }"):
+                "{ position: 900, lists: ['bm25'], fusion: 'none', corpus: 'seval_article' }"):
         with pytest.raises(Rejected):
-            mine.query("CREATE retriever:x CONTENT " + row)
+            mine.query("CREATE seval_retriever:x CONTENT " + row)
     assert snapshot(mine) == before
 
 
@@ -358,9 +358,9 @@ def test_a_function_retrievers_list_is_never_read_from_an_earlier_run(mine):
     evaluate(mine, ks=[3], retrievers=names)
     again = evaluate(mine, ks=[3], retrievers=names, per_question=True)
     assert again.retrieval == {"lists": 16, "reused": 8}  # the vector lists only, never mine's
-    assert mine.value("SELECT VALUE list FROM candidate_cache GROUP BY list") == ["vector"]
+    assert mine.value("SELECT VALUE list FROM seval_candidate_cache GROUP BY list") == ["vector"]
     # the function answers otherwise now: the next run shows it, nothing stale
     mine.query("DEFINE FUNCTION OVERWRITE fn::my_bm25($text: string, $embedding: option<array<number>>, $k: int) -> array "
-               "{ RETURN [{ id: article:contact_support, score: 1.0 }] }")
+               "{ RETURN [{ id: seval_article:contact_support, score: 1.0 }] }")
     changed = evaluate(mine, ks=[3], retrievers=names, per_question=True)
-    assert set(map(tuple, per_question(changed, "mine", 3).values())) == {("article:contact_support",)}
+    assert set(map(tuple, per_question(changed, "mine", 3).values())) == {("seval_article:contact_support",)}

@@ -14,7 +14,7 @@ from .errors import ConfigError
 __all__ = ["LIMITS", "METRICS", "MetricSpec", "check_number", "check_params", "file_metrics", "parse_ks", "parse_metric",
            "parse_retrievers", "surql_dir"]
 
-_METRIC_FUNCTION = re.compile(r"^DEFINE FUNCTION (?:OVERWRITE )?fn::metric_([A-Za-z0-9_]+)\(", re.MULTILINE)
+_METRIC_FUNCTION = re.compile(r"^DEFINE FUNCTION (?:OVERWRITE )?fn::seval::metric_([A-Za-z0-9_]+)\(", re.MULTILINE)
 
 
 def surql_dir() -> Path:
@@ -29,7 +29,7 @@ def surql_dir() -> Path:
 
 
 def file_metrics(text: str | None = None) -> tuple[str, ...]:
-    """The metric names of metrics.surql (or of `text`): every function fn::metric_<name>, in file order."""
+    """The metric names of metrics.surql (or of `text`): every function fn::seval::metric_<name>, in file order."""
     if text is None:
         text = (surql_dir() / "metrics.surql").read_text(encoding="utf-8")
     return tuple(dict.fromkeys(_METRIC_FUNCTION.findall(text)))

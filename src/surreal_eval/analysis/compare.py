@@ -311,7 +311,7 @@ def compare_runs(
     (default: all metrics at every shared k; `metrics` takes NAME@K, or a bare NAME for every
     shared k): the means, the difference B - A with its 95% bootstrap interval, the paired
     randomization p-value, and the questions fixed (score rose) and broken (score fell). Runs are
-    `eval_run:x`, `x`, `latest` or `previous`. Pairs by question id over the questions both runs
+    `seval_run:x`, `x`, `latest` or `previous`. Pairs by question id over the questions both runs
     scored; if the golden sets differ, `warnings` says so loudly and `shared` gives the count.
     """
     report_a = load_for_comparison(db, run_a)

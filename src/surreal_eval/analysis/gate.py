@@ -143,7 +143,7 @@ def gate(
         raise ConfigError(f"--alpha must be between 0 (exclusive) and 1, got {alpha!r}")
     _metric_list(metric, None)  # the form first, before any run is read; the names once the runs say theirs
     candidate_report = load_for_comparison(db, "latest" if candidate is None else candidate)
-    candidate_id = to_record(candidate_report.run, "eval_run")
+    candidate_id = to_record(candidate_report.run, "seval_run")
     if isinstance(baseline, str) and baseline.strip() == "latest":
         baseline_id = run_before(db, candidate_id, candidate_report.created_at)
     else:

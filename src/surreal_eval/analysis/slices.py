@@ -53,18 +53,18 @@ def slices(
     metric: str = "recall@5",
     by: str | Iterable[str] = ("category", "language", "source"),
 ) -> list[Slice]:
-    """Every slice of `run` (`eval_run:x`, `x`, `latest`, `previous`) on `metric` (NAME@K), per field
+    """Every slice of `run` (`seval_run:x`, `x`, `latest`, `previous`) on `metric` (NAME@K), per field
     of `by` and retriever: ordered by field as given, then value (unset last), then retriever in
     the run's order."""
     fields = _fields(by)
     run_id = resolve_run(db, run)
-    info = db.value("RETURN fn::finished_run($run)", {"run": run_id})
+    info = db.value("RETURN fn::seval::finished_run($run)", {"run": run_id})
     spec = parse_metric(metric, run_metrics(info))
     if spec.k not in info["ks"]:
         raise ConfigError(
             f"run {record_str(run_id)} measured k = {', '.join(map(str, info['ks']))}, not {spec}"
         )
-    rows = db.value("RETURN fn::slice_rows($run, $k)", {"run": run_id, "k": spec.k})
+    rows = db.value("RETURN fn::seval::slice_rows($run, $k)", {"run": run_id, "k": spec.k})
     if not rows:
         raise NotFound(f"run {record_str(run_id)} has no per-question results at k = {spec.k}")
     order = run_order(info["retrievers"])

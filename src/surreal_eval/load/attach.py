@@ -1,13 +1,13 @@
 """Attach a table the user already has as a corpus, in place: nothing of it is copied or altered.
 
-`attach_table` records in the table's corpus_table row which of its fields hold the content, the
+`attach_table` records in the table's seval_corpus row which of its fields hold the content, the
 embedding, the title and the document of each record, and which of its own indexes the retrievers
 go through: its FULLTEXT index on the content field (the BM25 list, analyzer included) and its
 HNSW index on the embedding field (the vector list), both read from `INFO FOR TABLE`. The
 retrievers' branches for the table are then rendered into surql/attached.surql's functions.
 
 Without such an index the attach is refused, unless `index=True`, which defines a harness-owned one
-(named `harness_<table>_<field>`, recorded in harness_object): the only change an attach can make
+(named `harness_<table>_<field>`, recorded in seval_object): the only change an attach can make
 to the table, and only when asked. Golden-set labels may then name the table's records
 (load_golden(label_table=...)); a labelled record cannot be deleted (the label's REFERENCE, held on
 the question's side), and a run refuses labels that no longer exist.
@@ -54,7 +54,7 @@ class AttachReport(BaseModel):
 
 def harness_index_name(table: str, field: str) -> str:
     """The name of a harness-owned index on `field` of attached table `table`."""
-    return identifier(f"harness_{table}_{field}", what="index name")
+    return identifier(f"seval_{table}_{field}", what="index name")
 
 
 def _own_index(indexes: dict[str, str], pattern: re.Pattern[str], field: str) -> tuple[str, int | None] | None:
@@ -71,9 +71,9 @@ def _check_table(db: Database, table: str) -> None:
     tables = db.value("INFO FOR DB")["tables"]
     if table not in tables:
         raise InputError(f"table {table} does not exist: attach names a table the database already holds")
-    owned = "harness_object" in tables and db.value(
-        "RETURN record::exists(type::record('harness_object', 'table:' + $t))", {"t": table})
-    row = db.value("SELECT * FROM ONLY type::record('corpus_table', $t)", {"t": table})
+    owned = "seval_object" in tables and db.value(
+        "RETURN record::exists(type::record('seval_object', 'table:' + $t))", {"t": table})
+    row = db.value("SELECT * FROM ONLY type::record('seval_corpus', $t)", {"t": table})
     if owned or table == DOCUMENTS or table.startswith((STAGING_PREFIX, UNDO_PREFIX)) or (
             row is not None and not row.get("attached")):
         raise InputError(f"table {table} is the harness's own: attach is for a table of yours (load corpus fills this one)")
@@ -148,12 +148,12 @@ def attach_table(
     row = {**fields, "attached": True, "bm25_index": found["content"], "vector_index": found.get("embedding")}
     rows = [r for r in attached_tables(db) if r["table"] != table] + [{**row, "table": table}]
     script = attached_script(sorted(rows, key=lambda r: r["table"]), config)
-    apply(db, "\n".join(defining) + "\nUPSERT type::record('corpus_table', $table) CONTENT $row RETURN NONE;\n" + script,
+    apply(db, "\n".join(defining) + "\nUPSERT type::record('seval_corpus', $table) CONTENT $row RETURN NONE;\n" + script,
           {"table": table, "row": row})
     if owned:
         record_owned(db, owned)
     record_analyzers(db)
     # its lists kept for reuse are of the table as it was attached before (a new graph if indexed now)
-    db.value("RETURN fn::prune_candidate_cache($rebuilt)", {"rebuilt": [table] if defining else []})
+    db.value("RETURN fn::seval::prune_candidate_cache($rebuilt)", {"rebuilt": [table] if defining else []})
     return AttachReport(table=table, **fields, bm25_index=found["content"],
                         vector_index=found.get("embedding"), defined=[n.split(".", 1)[1] for _, n in owned], records=records)

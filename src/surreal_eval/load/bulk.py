@@ -3,10 +3,10 @@
 How a load runs (the engine facts behind each step are in SURREALDB.md, "Loading"):
 
 1. What a killed load left unfinished is put right (`recover_loads`): an unfinished move is undone,
-   and its staging tables (`_ingest_*`) are removed.
+   and its staging tables (`seval_stage_*`) are removed.
 2. Rows are checked one at a time (embedding dimension, labels, grades) and written in batches of
    `batch_size`, one `INSERT ... RETURN NONE` per batch, into a schemaless staging table
-   `_ingest_<table>`. Embeddings the rows lack are computed by `embedder`, one call per batch.
+   `seval_stage_<table>`. Embeddings the rows lack are computed by `embedder`, one call per batch.
    Python holds one batch at a time, plus the ids seen (to find duplicates).
 3. Problems that need every row are collected and refused together, in one message: duplicate
    ids (with the file and both lines; `on_duplicate` 'first' or 'last' keeps one of each), labels naming documents that do not exist, questions with no labels, rows with no
@@ -47,7 +47,7 @@ from ..models import Article, Question
 from ..store.analyzers import table_analyzer
 from ..store.connection import Database, record_str
 from ..store.journal import STAGING_PREFIX, STALE_LOAD, UNDO_PREFIX, recover_loads, remove_staging, staging_tables
-from ..store.schema import DOCUMENTS, HARNESS_SCRIPTS, corpus_tables, identifier, record_article_indexes, surql_dir
+from ..store.schema import DOCUMENTS, HARNESS_SCRIPTS, corpus_tables, harness_table, identifier, record_article_indexes, surql_dir
 from .duplicates import OnDuplicate
 from .embedding import Embedder
 from .move import Move, move_all
@@ -71,9 +71,9 @@ __all__ = [
     "staging_tables",
 ]
 
-QUESTIONS = "question"
+QUESTIONS = "seval_question"
 #: Tables of the harness that are not corpus tables.
-_NOT_CORPUS = {QUESTIONS, "eval_run", "eval_ranking", "eval_result", "harness_config", "harness_script", "corpus_table"}
+_NOT_CORPUS = {QUESTIONS, "seval_run", "seval_ranking", "eval_result", "seval_config", "seval_script", "seval_corpus"}
 
 
 class LoadReport(BaseModel):
@@ -121,7 +121,7 @@ def _harness_tables() -> frozenset[str]:
 
 
 def _corpus_table(table: str) -> str:
-    identifier(table, what="corpus table")
+    harness_table(table, what="corpus table")
     if len(STAGING_PREFIX + table) > 63:
         raise ConfigError(f"corpus table name {table!r} is too long: at most {63 - len(STAGING_PREFIX)} characters")
     if table in _harness_tables() or table.startswith((STAGING_PREFIX, UNDO_PREFIX)):
@@ -132,18 +132,18 @@ def _corpus_table(table: str) -> str:
 def _not_another_table(db: Database, table: str) -> None:
     """Refuse to (re)define as a corpus a table that exists and is not one (the user's own table)."""
     tables = db.value("INFO FOR DB")["tables"]
-    if table in tables and ("corpus_table" not in tables or table not in corpus_tables(db)):
+    if table in tables and ("seval_corpus" not in tables or table not in corpus_tables(db)):
         raise ConfigError(f"table {table} exists and is not a corpus table: load into another --table")
-    if table in tables and db.value("RETURN type::record('corpus_table', $t).attached ?? false", {"t": table}):
+    if table in tables and db.value("RETURN type::record('seval_corpus', $t).attached ?? false", {"t": table}):
         raise ConfigError(f"table {table} is attached (your own table, used in place): loads never write to it; "
                           f"load into another --table")
 
 
 def _label_table(db: Database, table: str) -> None:
-    """Refuse a label table that is neither article nor an attached table."""
+    """Refuse a label table that is neither seval_article nor an attached table."""
     identifier(table, what="label table")
-    if table != DOCUMENTS and not db.value("RETURN type::record('corpus_table', $t).attached ?? false", {"t": table}):
-        raise ConfigError(f"labels can name records of article or of an attached table, not {table}: "
+    if table != DOCUMENTS and not db.value("RETURN type::record('seval_corpus', $t).attached ?? false", {"t": table}):
+        raise ConfigError(f"labels can name records of seval_article or of an attached table, not {table}: "
                           f"run `surreal-eval attach {table} --content FIELD` first")
 
 
@@ -194,8 +194,8 @@ def load_corpus(
     first embedding (otherwise a missing harness is a ConfigError). The table's BM25 index uses
     `analyzer`, else the one it has, else the default (store/analyzers.py).
     """
+    _not_another_table(db, identifier(table, what="corpus table"))  # a table of yours first: the message says why
     table = _corpus_table(table)
-    _not_another_table(db, table)
     analyzer = table_analyzer(db, table, analyzer)
     load = Load(db, batch_size=batch_size, embedder=embedder, progress=progress, create_harness=create_harness,
                 on_duplicate=on_duplicate)
@@ -343,7 +343,7 @@ def record_ingest(db: Database, *, corpus: str, documents: int, source: str | No
     the same transaction, when `surreal-eval watch` asked for it (runs.watch).
     """
     marker = db.value(
-        "RETURN (CREATE ONLY ingest CONTENT { corpus: $corpus, documents: $documents, source: $source }).id",
+        "RETURN (CREATE ONLY seval_ingest CONTENT { corpus: $corpus, documents: $documents, source: $source }).id",
         {"corpus": corpus, "documents": documents, "source": source},
     )
     run = db.value("RETURN $marker.run", {"marker": marker})

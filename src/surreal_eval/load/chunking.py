@@ -6,7 +6,7 @@ from typing import Callable, Iterator
 
 from ..store.connection import Database, record_str
 from ..errors import ConfigError
-from ..store.schema import DOCUMENTS, corpus_tables, identifier
+from ..store.schema import DOCUMENTS, corpus_tables, harness_table, identifier
 from ..models import Article
 
 __all__ = ["split_words", "chunk_documents", "chunk_corpus"]
@@ -16,7 +16,7 @@ SELECT id, title, content, doc ?? id AS doc FROM type::table($source) ORDER BY i
 """
 #: A page of an attached table, read through the fields its corpus_table row names.
 _ATTACHED_PAGE = """
-LET $c = type::record('corpus_table', $source);
+LET $c = type::record('seval_corpus', $source);
 SELECT id, IF $c.title { type::field($c.title) } ELSE { '' } AS title, type::field($c.content) AS content, id AS doc
     FROM type::table($source) ORDER BY id LIMIT $limit START $start
 """
@@ -41,7 +41,7 @@ def split_words(text: str, size: int, overlap: int) -> list[str]:
 
 
 def _attached(db: Database, source: str) -> bool:
-    return bool(db.value("RETURN type::record('corpus_table', $t).attached ?? false", {"t": source}))
+    return bool(db.value("RETURN type::record('seval_corpus', $t).attached ?? false", {"t": source}))
 
 
 def chunk_documents(db: Database, source: str, size: int, overlap: int, *, page: int = 200) -> Iterator[dict]:
@@ -85,7 +85,7 @@ def chunk_corpus(
     from .bulk import load_corpus  # the bulk loader
 
     identifier(source, what="--from table")
-    identifier(target, what="--into table")
+    harness_table(target, what="--into table")
     if target == DOCUMENTS or target == source:
         raise ConfigError(f"--into {target} would overwrite the documents: choose a new chunk table name")
     known = corpus_tables(db)

@@ -155,9 +155,9 @@ class QuestionStream(Iterable[Question]):
 
 
 def _label(doc: str) -> str:
-    """A qrels document id as a label: a label `article:x` means the record x, so an id that itself
-    starts with `article:` is written `article:<id>` to name that record and not another."""
-    return f"article:{doc}" if doc.startswith("article:") else doc
+    """A qrels document id as a label: a label `seval_article:x` means the record x, so an id that itself
+    starts with `seval_article:` is written `seval_article:<id>` to name that record and not another."""
+    return f"seval_article:{doc}" if doc.startswith("seval_article:") else doc
 
 
 def _listing(ids: list[str], shown: int = 5) -> str:

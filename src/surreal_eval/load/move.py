@@ -40,7 +40,7 @@ def _begin(move: Move, position: int, dimension: int, described: dict[str, Any])
     existed = move.target in described
     flags = f"existed: {'true' if existed else 'false'}, corpus: {'true' if move.corpus else 'false'}, position: {int(position)}"
     opening = statement("DEFINE TABLE OVERWRITE {{undo}} SCHEMALESS PERMISSIONS NONE;\n"
-                        "UPSERT type::record('ingest_journal', '{{target}}') CONTENT {undo: '{{undo}}', " + flags
+                        "UPSERT type::record('seval_ingest_journal', '{{target}}') CONTENT {undo: '{{undo}}', " + flags
                         + ", state: 'moving', started: time::now(), updated: time::now()} RETURN NONE;",
                         undo=move.undo, target=move.target)
     if not move.corpus:
@@ -59,9 +59,9 @@ def _finish(move: Move) -> str:
     (Its staging and undo tables are removed after, each in a statement of its own: removing every
     row of a large table is a large write, and leftovers are removed by the next load or open.)"""
     if move.corpus:
-        return statement("UPDATE type::record('ingest_journal', '{{target}}') SET state = 'indexing' RETURN NONE;",
+        return statement("UPDATE type::record('seval_ingest_journal', '{{target}}') SET state = 'indexing' RETURN NONE;",
                     target=move.target)
-    return statement("DELETE type::record('ingest_journal', '{{target}}');", target=move.target)
+    return statement("DELETE type::record('seval_ingest_journal', '{{target}}');", target=move.target)
 
 
 def move_all(load: Load, moves: list[Move]) -> None:
@@ -86,7 +86,7 @@ def move_all(load: Load, moves: list[Move]) -> None:
     load.step(step, 0, total)
     if total <= journal.MOVE_PART:
         # LET, not RETURN: a RETURN inside a transaction ends it, and the statements after it never run
-        calls = [f"LET $moved{i} = fn::move_staged($s{i}, $t{i}, $u{i}, $k{i});" for i in range(len(moves))]
+        calls = [f"LET $moved{i} = fn::seval::move_staged($s{i}, $t{i}, $u{i}, $k{i});" for i in range(len(moves))]
         params: dict[str, Any] = {}
         for i, (m, k) in enumerate(zip(moves, keys)):
             params.update({f"s{i}": m.staging, f"t{i}": m.target, f"u{i}": m.undo, f"k{i}": k})
@@ -96,7 +96,7 @@ def move_all(load: Load, moves: list[Move]) -> None:
         db.atomic(begin)
         for move, move_keys in zip(moves, keys):
             for part in batches(move_keys, journal.MOVE_PART):
-                db.value("RETURN fn::move_staged($staging, $target, $undo, $keys)",
+                db.value("RETURN fn::seval::move_staged($staging, $target, $undo, $keys)",
                          {"staging": move.staging, "target": move.target, "undo": move.undo, "keys": part})
                 done += len(part)
                 load.step(step, done, total)
@@ -110,7 +110,7 @@ def move_all(load: Load, moves: list[Move]) -> None:
         record_analyzers(db)
     # the candidate lists kept for reuse (surql/candidate_cache.surql) that the load made stale
     rebuilt = [m.target for m in moves if m.corpus]
-    db.value("RETURN fn::prune_candidate_cache($rebuilt)", {"rebuilt": rebuilt})
+    db.value("RETURN fn::seval::prune_candidate_cache($rebuilt)", {"rebuilt": rebuilt})
 
 
 def _build_indexes(load: Load, table: str) -> None:

@@ -35,8 +35,8 @@ def add_questions(db: Database, questions: Iterable[Question]) -> int:
 
 def delete_article(db: Database, article: str | RecordID) -> None:
     """Delete one article; refused while a question labels it."""
-    rid = to_record(article, "article")
-    referrers = db.value("RETURN IF record::exists($a) { $a<~question } ELSE { NONE }", {"a": rid})
+    rid = to_record(article, "seval_article")
+    referrers = db.value("RETURN IF record::exists($a) { $a<~seval_question } ELSE { NONE }", {"a": rid})
     if referrers is None:
         raise NotFound(f"no article {record_str(rid)}")
     if referrers:

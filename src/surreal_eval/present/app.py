@@ -147,5 +147,5 @@ def main(
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON instead of tables.")]
 AnalyzerOpt = Annotated[Optional[str], typer.Option(
-    "--analyzer", help=f"Analyzer of the BM25 index: english, english_stop (stopwords removed) or one you defined"
+    "--analyzer", help=f"Analyzer of the BM25 index: seval_english, seval_english_stop (stopwords removed) or one you defined"
                        f" (default: the index's own, {DEFAULT_ANALYZER} for a new one).")]

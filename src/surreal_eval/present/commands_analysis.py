@@ -11,7 +11,7 @@ from ..errors import ConfigError
 from .app import JsonOpt, app, checked, err, fail, out, plain, with_db
 
 
-RunArg = Annotated[str, typer.Argument(help="Run: eval_run:ID, ID, latest or previous (see `surreal-eval history`).")]
+RunArg = Annotated[str, typer.Argument(help="Run: seval_run:ID, ID, latest or previous (see `surreal-eval history`).")]
 
 
 @app.command()
@@ -98,7 +98,7 @@ def report(
 
 @app.command()
 def slices(
-    run: Annotated[str, typer.Argument(help="Run: eval_run:ID, ID, latest or previous.")] = "latest",
+    run: Annotated[str, typer.Argument(help="Run: seval_run:ID, ID, latest or previous.")] = "latest",
     metric: Annotated[str, typer.Option(help="Metric at a cutoff, e.g. recall@5.")] = "recall@5",
     by: Annotated[Optional[list[str]], typer.Option(help="Question field(s) to group by: category, language, source, split.")] = None,
     as_json: JsonOpt = False,

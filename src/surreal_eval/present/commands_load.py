@@ -97,7 +97,7 @@ def _ingest_note(report) -> None:
 @load_app.command("corpus")
 def load_corpus(
     path: Annotated[Path, typer.Argument(help="JSONL or CSV file ({id, title, content or text, embedding?, ...}), or a BEIR folder.")],
-    table: Annotated[str, typer.Option("--table", help="Corpus table to load into (created if new).")] = "article",
+    table: Annotated[str, typer.Option("--table", help="Corpus table to load into (created if new; its name starts with seval_).")] = "seval_article",
     fmt: Annotated[DocumentFormat, typer.Option("--format", help="File format; auto: by suffix, a folder is BEIR.")] = DocumentFormat.auto,
     embedder: EmbedderOpt = None,
     batch_size: BatchOpt = DEFAULT_BATCH_SIZE,
@@ -117,7 +117,7 @@ def load_corpus(
         db, read_documents(path, format=fmt.value), table=table, embedder=model, batch_size=batch_size,
         progress=progress, create_harness=True, source=str(path), on_duplicate=on_duplicate.value,
         analyzer=analyzer), model)
-    what = "articles" if report.table == "article" else "documents"
+    what = "articles" if report.table == "seval_article" else "documents"
     plain(out, f"loaded {_loaded(report, what)} into {report.table} from {path} in {report.seconds:.1f} s{_harness_note(report)}")
     _ingest_note(report)
 
@@ -131,7 +131,7 @@ def load_golden(
     embedder: EmbedderOpt = None,
     batch_size: BatchOpt = DEFAULT_BATCH_SIZE,
     on_duplicate: DuplicateOpt = OnDuplicate.refuse,
-    corpus: Annotated[str, typer.Option("--corpus", help="The table bare label ids name: article or an attached table.")] = "article",
+    corpus: Annotated[str, typer.Option("--corpus", help="The table bare label ids name: seval_article or an attached table.")] = "seval_article",
 ) -> None:
     """Load golden-set questions (all or none, upsert by id); their labels must name stored records."""
     from ..load.bulk import load_golden as ingest_golden
@@ -179,7 +179,7 @@ def load_beir(
 
 @app.command()
 def chunk(
-    source: Annotated[str, typer.Option("--from", help="Corpus table to cut.")] = "article",
+    source: Annotated[str, typer.Option("--from", help="Corpus table to cut.")] = "seval_article",
     target: Annotated[str, typer.Option("--into", help="Chunk table to create or refill.")] = ...,
     size: Annotated[int, typer.Option(help="Words per chunk.")] = 200,
     overlap: Annotated[int, typer.Option(help="Words shared by consecutive chunks.")] = 0,
@@ -205,7 +205,7 @@ def attach(
     embedding: Annotated[Optional[str], typer.Option("--embedding", help="The field holding each record's vector.")] = None,
     title: Annotated[Optional[str], typer.Option("--title", help="The field holding each record's title.")] = None,
     doc: Annotated[Optional[str], typer.Option("--doc", help="The field naming each record's document (a record).")] = None,
-    index: Annotated[bool, typer.Option("--index", help="Define harness-owned indexes the table lacks (harness_<table>_<field>).")] = False,
+    index: Annotated[bool, typer.Option("--index", help="Define harness-owned indexes the table lacks (seval_<table>_<field>).")] = False,
     analyzer: AnalyzerOpt = None,
 ) -> None:
     """Attach a table you already have as a corpus, through its own FULLTEXT and HNSW indexes."""

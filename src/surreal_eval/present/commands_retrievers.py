@@ -20,7 +20,7 @@ def add(
     function: Annotated[Optional[str], typer.Option(
         "--function", help="Your function fn::NAME($text: string, $embedding: option<array<number>>, $k: int), "
                            "returning records best first or {id, score} objects.")] = None,
-    corpus: Annotated[str, typer.Option("--corpus", help="The corpus table the function returns records of.")] = "article",
+    corpus: Annotated[str, typer.Option("--corpus", help="The corpus table the function returns records of.")] = "seval_article",
     text: Annotated[Optional[str], typer.Option("--text", help="Call the function on this text when registering "
                                                                "(default: the first golden question).")] = None,
     fuse: Annotated[Optional[str], typer.Option("--fuse", help="Register a fusion instead: rrf or linear.")] = None,

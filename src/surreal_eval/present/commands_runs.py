@@ -167,7 +167,7 @@ def retrievers(as_json: JsonOpt = False) -> None:
 
 @app.command()
 def diagnose(
-    question: Annotated[str, typer.Argument(help="Question id, e.g. money_back or question:money_back.")],
+    question: Annotated[str, typer.Argument(help="Question id, e.g. money_back or seval_question:money_back.")],
     k: Annotated[int, typer.Option("--k", help="How many results per retriever.")] = 5,
     corpus: Annotated[Optional[str], typer.Option(help="Corpus table.")] = None,
     floor: FloorOpt = None,
@@ -217,7 +217,7 @@ OutputOpt = Annotated[Optional[Path], typer.Option("--output", "-o", help="Write
 
 @export_app.command("run")
 def export_run(
-    run: Annotated[str, typer.Argument(help="Run: eval_run:ID, ID, latest or previous (see `surreal-eval history`).")],
+    run: Annotated[str, typer.Argument(help="Run: seval_run:ID, ID, latest or previous (see `surreal-eval history`).")],
     fmt: Annotated[str, typer.Option("--format", help="Output format (trec).")] = "trec",
     retriever: Annotated[Optional[list[str]], typer.Option(help="Only these retrievers (default: all in the run).")] = None,
     scores: Annotated[str, typer.Option(help="rank: strictly decreasing scores that keep this run's order; raw: the retrievers' own scores.")] = "rank",
@@ -337,4 +337,4 @@ def grant(
     secret = os.environ.get("SURREAL_EVAL_EVALUATOR_PASS") or typer.prompt(
         f"password for evaluator {name}", hide_input=True, confirmation_prompt=True)
     with_db(lambda db: grant_evaluator(db, name, secret))
-    plain(out, f"evaluator {name} can now sign in with --access evaluator --user {name}")
+    plain(out, f"evaluator {name} can now sign in with --access seval_evaluator --user {name}")

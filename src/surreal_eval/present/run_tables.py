@@ -165,7 +165,7 @@ def show_history(console: Console, runs: list[RunSummary], metric: str, k: int |
 
 def show_registry(console: Console, rows: list[Retriever]) -> None:
     """One line per registry row, in report order."""
-    table = Table(title="retrievers (table retriever)")
+    table = Table(title="retrievers (table seval_retriever)")
     for column in ("retriever", "kind", "lists", "fusion", "params", "default", "sweep", "tunes", "owner"):
         table.add_column(column)
     for r in rows:

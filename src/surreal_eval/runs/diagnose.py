@@ -23,10 +23,10 @@ def diagnose(
     """What each retriever returns for `question` at depth `k`, with titles, scores and labels marked."""
     check_number("k", k, option="--k")
     given = check_params({key: v for key, v in (params or {}).items() if v is not None})
-    rid = to_record(question, "question")
+    rid = to_record(question, "seval_question")
     if not db.value("RETURN record::exists($q)", {"q": rid}):
         raise NotFound(f"no question {record_str(rid)} in the golden set")
-    found = db.value("RETURN fn::diagnose_question($question, $k, $names, $given)",
+    found = db.value("RETURN fn::seval::diagnose_question($question, $k, $names, $given)",
                      {"question": rid, "k": k, "names": resolve_retrievers(db, retrievers), "given": given})
     relevant = {record_str(r) for r in found["question"]["relevant"]}
     return Diagnosis(

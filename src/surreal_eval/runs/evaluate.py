@@ -47,7 +47,7 @@ def evaluate(
     supplied: Supplied | None = None,
     rerank: Rerank | None = None,
 ) -> RunReport:
-    """Evaluate the golden set in the database (fn::run_evaluation), record the run, return its report.
+    """Evaluate the golden set in the database (fn::seval::run_evaluation), record the run, return its report.
 
     `params` may set corpus, depth, rrf_k, floor, floors, weights, norm, split and ann_check (also
     rank by the exact neighbours, retriever vector_exact, and record the HNSW list's ann_recall@k);
@@ -88,17 +88,17 @@ def evaluate(
     # (never the runs this connection is still writing: two threads may evaluate through it at once)
     age = STALE_EMBEDDED if db.settings.is_embedded else STALE_SERVER
     with db.starting:
-        db.value("RETURN fn::discard_stale_runs(<duration> $age, $live)", {"age": age, "live": list(db.live_runs)})
+        db.value("RETURN fn::seval::discard_stale_runs(<duration> $age, $live)", {"age": age, "live": list(db.live_runs)})
         try:
             started = db.value(
-                "RETURN fn::start_run($ks, $names, $given, $label)",
+                "RETURN fn::seval::start_run($ks, $names, $given, $label)",
                 {"ks": ks, "names": names, "given": given, "label": label},
             )
         except EngineCheckFailed as error:  # name the engine that answered wrongly
             raise EngineCheckFailed(f"{error} (engine {db.engine_version()}); no run was recorded") from None
         run, questions = started["run"], started["questions"]
         db.live_runs.add(run)
-    calls = [("RETURN fn::evaluate_questions($run, $ids, $supplied)",
+    calls = [("RETURN fn::seval::evaluate_questions($run, $ids, $supplied)",
               {"run": run, "ids": questions[i : i + BATCH],
                "supplied": supplied.for_questions(questions[i : i + BATCH]) if supplied else None})
              for i in range(0, len(questions), BATCH)]
@@ -111,10 +111,10 @@ def evaluate(
                 if progress else None,
             )
             db.flush_if_full()
-        db.value("RETURN fn::finish_run($run)", {"run": run})
+        db.value("RETURN fn::seval::finish_run($run)", {"run": run})
     except BaseException:
         try:  # leave nothing of a failed run behind (a killed process leaves it unfinished: invisible)
-            db.value("RETURN fn::discard_run($run)", {"run": run})
+            db.value("RETURN fn::seval::discard_run($run)", {"run": run})
         except Exception:  # the connection itself may be what failed
             log.debug("could not discard %s", run, exc_info=True)
         raise
@@ -126,11 +126,11 @@ def evaluate(
 def _from_endpoints(db: Database, names: list[str], ks: list[int], given: dict[str, Any]) -> Supplied:
     """The rankings of endpoints `names` for the run's questions, at its depth, on its corpus."""
     corpus = check_corpus(db, given.get("corpus"))
-    questions = db.value("SELECT id, text FROM question WHERE $split = NONE OR split = $split ORDER BY id",
+    questions = db.value("SELECT id, text FROM seval_question WHERE $split = NONE OR split = $split ORDER BY id",
                          {"split": given.get("split")})
     depth = max(given.get("depth") or 0, *ks)
     return Supplied(endpoint_rankings(db, names, questions=questions, k=depth, corpus=corpus),
-                    {"endpoints": {name: db.value("SELECT VALUE url FROM ONLY type::record('retriever_endpoint', $n)",
+                    {"endpoints": {name: db.value("SELECT VALUE url FROM ONLY type::record('seval_endpoint', $n)",
                                                   {"n": name}).split("?", 1)[0] for name in names}})
 
 

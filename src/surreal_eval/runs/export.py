@@ -21,7 +21,7 @@ def _trec_id(value: object) -> str:
 
 
 def _require_run(db: Database, run: str | RecordID) -> RecordID:
-    """The finished run `run` names (`eval_run:x`, `x`, `latest`, `previous`), as everywhere else."""
+    """The finished run `run` names (`seval_run:x`, `x`, `latest`, `previous`), as everywhere else."""
     return resolve_run(db, run)
 
 
@@ -37,7 +37,7 @@ def export_run_trec(
     if scores not in {"rank", "raw"}:
         raise InputError(f"--scores must be rank or raw, got {scores!r}")
     run_id = _require_run(db, run)
-    for row in db.value("RETURN fn::run_rankings($run, $names)", {"run": run_id, "names": retrievers}):
+    for row in db.value("RETURN fn::seval::run_rankings($run, $names)", {"run": run_id, "names": retrievers}):
         qid = _trec_id(row["question"])
         depth = len(row["ranked"])
         for rank, (doc, raw) in enumerate(zip(row["ranked"], row["scores"]), start=1):
@@ -48,9 +48,9 @@ def export_run_trec(
 def export_qrels_trec(db: Database, *, run: str | RecordID | None = None) -> Iterator[str]:
     """Lines `qid 0 docid grade`: the golden set's labels, or with `run` the labels that run scored."""
     if run is None:
-        rows = db.value("RETURN fn::golden_labels()")
+        rows = db.value("RETURN fn::seval::golden_labels()")
     else:
-        rows = db.value("RETURN fn::run_labels($run)", {"run": _require_run(db, run)})
+        rows = db.value("RETURN fn::seval::run_labels($run)", {"run": _require_run(db, run)})
         rows.sort(key=lambda r: record_str(r["question"]))
     for row in rows:
         qid = _trec_id(row["question"])

@@ -1,4 +1,4 @@
-"""The run record: resolving a run's name (`eval_run:x`, `x`, `latest`, `previous`), ordering its
+"""The run record: resolving a run's name (`seval_run:x`, `x`, `latest`, `previous`), ordering its
 rows, and loading a finished run back as a RunReport with intervals and per-question results."""
 
 from __future__ import annotations
@@ -23,11 +23,11 @@ def run_order(retrievers: list[str]):
 
 
 def resolve_run(db: Database, ref: str | RecordID) -> RecordID:
-    """The finished run `ref` names: `eval_run:x` or `x`, `latest` (the newest finished run) or
+    """The finished run `ref` names: `seval_run:x` or `x`, `latest` (the newest finished run) or
     `previous` (the one before it). NotFound when there is no such run."""
     if isinstance(ref, str) and ref.strip() in {"latest", "previous"}:
         wanted = 1 if ref.strip() == "latest" else 2
-        rows = db.value("RETURN fn::latest_finished_runs($n)", {"n": wanted})
+        rows = db.value("RETURN fn::seval::latest_finished_runs($n)", {"n": wanted})
         if len(rows) < wanted:
             raise NotFound(
                 "no finished run yet: `surreal-eval evaluate` records one"
@@ -36,16 +36,16 @@ def resolve_run(db: Database, ref: str | RecordID) -> RecordID:
             )
         return rows[-1]["id"]
     if isinstance(ref, str) and not ref.strip():
-        raise ConfigError("empty run id: pass eval_run:ID, ID, latest or previous")
-    run_id = to_record(ref.strip() if isinstance(ref, str) else ref, "eval_run")
-    if not db.value("RETURN fn::is_finished_run($run)", {"run": run_id}):
+        raise ConfigError("empty run id: pass seval_run:ID, ID, latest or previous")
+    run_id = to_record(ref.strip() if isinstance(ref, str) else ref, "seval_run")
+    if not db.value("RETURN fn::seval::is_finished_run($run)", {"run": run_id}):
         raise NotFound(f"no finished run {record_str(run_id)}: `surreal-eval history` lists the runs")
     return run_id
 
 
 def run_before(db: Database, run: RecordID, created_at: datetime) -> RecordID:
     """The newest finished run created before `run` (which was created at `created_at`)."""
-    rows = db.value("RETURN fn::finished_run_before($at, $run)", {"at": created_at, "run": run})
+    rows = db.value("RETURN fn::seval::finished_run_before($at, $run)", {"at": created_at, "run": run})
     if not rows:
         raise NotFound(f"no finished run before {record_str(run)} to compare it with: evaluate once more first")
     return rows[0]["id"]
@@ -57,7 +57,7 @@ def load_for_comparison(db: Database, ref: str | RecordID) -> RunReport:
 
 
 def run_fields(row: dict) -> dict:
-    """What a RunReport and a RunSummary both take from a finished eval_run row, its means as MetricRows."""
+    """What a RunReport and a RunSummary both take from a finished seval_run row, its means as MetricRows."""
     order, names = run_order(row["retrievers"]), run_metrics(row)
     keys = ("label", "golden", "corpus", "git_commit", "trigger", "tuning", "retrieval")
     return {"run": record_str(row["id"]), "created_at": row["created_at"], "questions": row["questions"],
@@ -69,13 +69,13 @@ def run_fields(row: dict) -> dict:
 def load_run(
     db: Database, run: str | RecordID, *, per_question: bool = False, intervals: bool = True
 ) -> RunReport:
-    """The report of a finished run, by id (`eval_run:xyz` or `xyz`).
+    """The report of a finished run, by id (`seval_run:xyz` or `xyz`).
 
     With `intervals` (the default) every mean carries its 95% bootstrap interval over questions
     and its resolution, computed from the run's per-question results.
     """
-    run_id = to_record(run, "eval_run")
-    row = db.value("RETURN fn::finished_run($run)", {"run": run_id})
+    run_id = to_record(run, "seval_run")
+    row = db.value("RETURN fn::seval::finished_run($run)", {"run": run_id})
     if not row:
         raise NotFound(f"no finished run {record_str(run_id)}: `surreal-eval history` lists the runs")
     order = run_order(row["retrievers"])
@@ -92,7 +92,7 @@ def load_run(
         ann=_ann_rows(db, run_id, row.get("ann") or [], intervals=intervals),
     )
     if per_question:
-        rows = db.value("RETURN fn::run_results($run)", {"run": run_id})
+        rows = db.value("RETURN fn::seval::run_results($run)", {"run": run_id})
         rows.sort(key=lambda r: (record_str(r["question"]), order(r)))
         report.per_question = [
             QuestionResult(
@@ -110,10 +110,10 @@ def load_run(
 
 
 def _ann_rows(db: Database, run_id: RecordID, means: list[dict], *, intervals: bool) -> list[AnnRow]:
-    """The run's ann_recall@k means (eval_run.ann), each with its bootstrap interval over questions."""
+    """The run's ann_recall@k means (seval_run.ann), each with its bootstrap interval over questions."""
     rows = [AnnRow(**m) for m in sorted(means, key=lambda m: m["k"])]
     if intervals and rows:
-        values = db.value("RETURN fn::run_ann($run)", {"run": run_id})
+        values = db.value("RETURN fn::seval::run_ann($run)", {"run": run_id})
         columns = [[v["ann_recall"] for v in values if v["k"] == row.k] for row in rows]
         for row, bounds in zip(rows, confidence_intervals(columns)):
             row.interval = Bounds(low=bounds.low, high=bounds.high)
@@ -143,13 +143,13 @@ def _add_uncertainty(db: Database, run_id: RecordID, rows: list[MetricRow], retr
     results: dict[str, list[list[dict]]] = {}
     for row in rows:
         if row.retriever not in results:
-            results[row.retriever] = db.value("RETURN fn::run_scores($run, $retriever)", {"run": run_id, "retriever": row.retriever})
+            results[row.retriever] = db.value("RETURN fn::seval::run_scores($run, $retriever)", {"run": run_id, "retriever": row.retriever})
         found = [m["metrics"] for question in results[row.retriever] for m in question if m["k"] == row.k]
         values = np.asarray([[s[name] for name in names] for s in found], dtype=float)
         if values.size:
             scored.append(row)
             columns.extend(values.T)
-    counts = db.value("RETURN fn::run_label_counts($run, $retriever)", {"run": run_id, "retriever": retriever})
+    counts = db.value("RETURN fn::seval::run_label_counts($run, $retriever)", {"run": run_id, "retriever": retriever})
     intervals = iter(confidence_intervals(columns))  # one resampling for every mean, as if one by one
     for row in scored:
         row.intervals = {metric: Bounds(low=i.low, high=i.high) for metric, i in zip(names, intervals)}

@@ -105,7 +105,7 @@ def _local(rerank: Rerank, items: list[tuple[str, str, list[str]]]) -> list[list
 
 
 def _first_stage(db: Database, names: list[str], p: dict[str, Any], questions: list[RecordID]) -> list[dict[str, Any]]:
-    calls = [("RETURN fn::first_stage($ids, $p, $names)", {"ids": questions[i : i + _BATCH], "p": p, "names": names})
+    calls = [("RETURN fn::seval::first_stage($ids, $p, $names)", {"ids": questions[i : i + _BATCH], "p": p, "names": names})
              for i in range(0, len(questions), _BATCH)]
     return [row for batch in db.query_many(calls) for row in batch[0]] if names else \
         [{"question": q, "rankings": {}} for q in questions]
@@ -118,9 +118,9 @@ def rerank_stage(db: Database, rerank: Rerank, *, names: list[str], supplied: Su
     rerank = check_rerank(rerank, ks)
     ks = sorted(set(ks) | {rerank.depth})
     given = {**given, "depth": max(given.get("depth") or 0, rerank.depth)}
-    p = db.value("RETURN fn::run_params($ks, $given)",
+    p = db.value("RETURN fn::seval::run_params($ks, $given)",
                  {"ks": ks, "given": {k: v for k, v in given.items() if k not in ("git_commit", "trigger", "tuning")}})
-    questions = db.value("SELECT id, text FROM question WHERE $split = NONE OR split = $split ORDER BY id",
+    questions = db.value("SELECT id, text FROM seval_question WHERE $split = NONE OR split = $split ORDER BY id",
                          {"split": given.get("split")})
     texts = {record_str(q["id"]): q["text"] for q in questions}
     stages = _first_stage(db, names, p, [q["id"] for q in questions])
@@ -130,7 +130,7 @@ def rerank_stage(db: Database, rerank: Rerank, *, names: list[str], supplied: Su
         lists += [(name, qid, hits) for name, hits in stage["rankings"].items()]
         for name, by_question in (supplied.rankings if supplied else {}).items():
             hits = by_question.get(qid, [])[: rerank.depth]
-            found = db.value("RETURN $ids.map(|$r| fn::record_text($r))", {"ids": [h["id"] for h in hits]}) if hits else []
+            found = db.value("RETURN $ids.map(|$r| fn::seval::record_text($r))", {"ids": [h["id"] for h in hits]}) if hits else []
             lists.append((name, qid, [{**h, "text": t} for h, t in zip(hits, found)]))
     items = [(f"{qid} ({name})", texts[qid], [h["text"] for h in hits]) for name, qid, hits in lists]
     scores = (_local if rerank.target.startswith(LOCAL) else _http)(rerank, items)

@@ -1,8 +1,8 @@
 """Score rankings made elsewhere (a TREC run file or JSONL: a production log, a reranker, another
 engine) as a run in history, by the same SurrealQL that scores the database's own retrievers.
 
-Ids: a question id names a golden-set question (`q1` or `question:q1`), a document id a record of
-the corpus table (`d3` or `article:d3`), as the golden set's labels do. A question id that is not in
+Ids: a question id names a golden-set question (`q1` or `seval_question:q1`), a document id a record of
+the corpus table (`d3` or `seval_article:d3`), as the golden set's labels do. A question id that is not in
 the golden set, or a document that is not in the corpus table, is refused naming the file and line
 (the database unchanged). A golden question the file does not rank for a retriever is scored as an
 empty ranking (every metric 0, like trec_eval -c), and counted in the run (params.supplied.absent).
@@ -27,13 +27,13 @@ def records_of(db: Database, rankings: list[Ranked], *, corpus: str, source: str
     """`rankings` as Supplied rankings (records of `corpus`, by retriever and question), each question
     checked to be in the golden set and each document in `corpus`: the first unknown is refused with
     its line, and how many others there are."""
-    sweeps = set(db.value("SELECT VALUE sweep FROM retriever WHERE sweep != NONE"))
+    sweeps = set(db.value("SELECT VALUE sweep FROM seval_retriever WHERE sweep != NONE"))
     clash = next((r for r in rankings if r.retriever in sweeps), None)
     if clash:
         raise InputError(f"retriever name {clash.retriever!r} is the name of a floor sweep: rename it (--name)",
                          source=source, line=clash.line)
-    golden = {record_str(q) for q in db.value("SELECT VALUE id FROM question")}
-    unknown = [r for r in rankings if record_str(to_record(r.question, "question")) not in golden]
+    golden = {record_str(q) for q in db.value("SELECT VALUE id FROM seval_question")}
+    unknown = [r for r in rankings if record_str(to_record(r.question, "seval_question")) not in golden]
     if unknown:
         raise InputError(f"question {unknown[0].question!r} is not in the golden set"
                          + (f" ({len(unknown) - 1} more rankings name unknown questions)" if len(unknown) > 1 else "")
@@ -47,14 +47,14 @@ def records_of(db: Database, rankings: list[Ranked], *, corpus: str, source: str
                          + "; nothing was recorded", source=source, line=line)
     out: dict[str, dict[str, list[Hit]]] = {}
     for r in rankings:
-        out.setdefault(r.retriever, {})[record_str(to_record(r.question, "question"))] = [
+        out.setdefault(r.retriever, {})[record_str(to_record(r.question, "seval_question"))] = [
             {"id": docs[d], "score": s} for d, s in zip(r.ids, r.scores)]
     return out
 
 
 def absent_counts(db: Database, rankings: dict[str, dict[str, Any]]) -> dict[str, int]:
     """How many golden questions each retriever of `rankings` ranks nothing for."""
-    total = db.value("RETURN count(SELECT id FROM question)")
+    total = db.value("RETURN count(SELECT id FROM seval_question)")
     return {name: total - len(by_question) for name, by_question in rankings.items()}
 
 

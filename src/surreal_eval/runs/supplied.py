@@ -1,7 +1,7 @@
 """Rankings made outside the database, handed to an evaluation to be scored like retrieved ones.
 
 A Supplied holds, per retriever name, each question's ranking as [{id, score}] best first, ids
-RecordIDs of the corpus table; runs/evaluate.py passes each batch's lists to fn::evaluate_questions
+RecordIDs of the corpus table; runs/evaluate.py passes each batch's lists to fn::seval::evaluate_questions
 (surql/supplied.surql), and the run records `record` and the names in params.supplied.
 """
 
@@ -24,7 +24,7 @@ Hit = dict[str, Any]
 
 @dataclass
 class Supplied:
-    """Rankings by retriever name, then by question (`question:id` text), and what the run records of them."""
+    """Rankings by retriever name, then by question (`seval_question:id` text), and what the run records of them."""
 
     rankings: dict[str, dict[str, list[Hit]]]
     record: dict[str, Any] = field(default_factory=dict)

@@ -7,7 +7,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from ..store.connection import Database, record_str
+from ..store.connection import Database, RecordID, record_str
 from ..errors import ConfigError, Rejected
 from .evaluate import evaluate
 from ..store.schema import define_vector_ef, harness_config
@@ -45,15 +45,18 @@ class TuneResult(BaseModel):
 
 
 def assign_splits(db: Database, *, dev_fraction: float = 0.5, seed: int = 0) -> dict[str, int]:
-    """Put each question in 'dev' or 'test' by a hash of its id and `seed` (stable, no state)."""
+    """Put each question in 'dev' or 'test' by a hash of its key and `seed` (stable, no state).
+
+    The key is hashed as `question:<key>`, as releases before the seval_ prefix hashed the id, so a
+    question keeps the split it was given then, and one of an attached golden set gets the same."""
     if not 0 < dev_fraction < 1:
         raise ConfigError(f"--dev must be a fraction between 0 and 1, got {dev_fraction}")
-    ids = db.value("SELECT VALUE id FROM question ORDER BY id")
+    ids = db.value("SELECT VALUE id FROM seval_question ORDER BY id")
     if not ids:
         raise ConfigError("the golden set is empty: load questions before assigning splits")
 
     def bucket(qid: object) -> str:
-        digest = hashlib.sha256(f"{seed}:{record_str(qid)}".encode()).digest()
+        digest = hashlib.sha256(f"{seed}:{record_str(RecordID('question', qid.id))}".encode()).digest()
         return "dev" if int.from_bytes(digest[:8], "big") / 2**64 < dev_fraction else "test"
 
     rows = [{"id": qid, "split": bucket(qid)} for qid in ids]
@@ -98,7 +101,7 @@ def check_values(param: str, values: list[Any]) -> list[Any]:
 
 
 def _split_sizes(db: Database) -> dict[str, int]:
-    rows = db.value("SELECT split, count() AS n FROM question GROUP BY split")
+    rows = db.value("SELECT split, count() AS n FROM seval_question GROUP BY split")
     return {row.get("split") or "none": row["n"] for row in rows}
 
 
@@ -117,7 +120,7 @@ def tune(
 ) -> TuneResult:
     """Sweep `param` over `values` on the dev split, choose the best mean `metric`, and record a run
     on the test split with that choice. For floor, `values` None sweeps 0 and the 10th to 90th
-    percentiles of the BM25 scores seen on the tuning split (fn::floor_grid). Means within the
+    percentiles of the BM25 scores seen on the tuning split (fn::seval::floor_grid). Means within the
     resolution of the best (stats.resolution) are tied with it: the first listed is taken and
     `note` says so; when every value ties, none is best and no run is recorded (`report` None). Tuning and reporting on the same questions (no dev/test
     split) is refused unless `force`, and such a run is marked forced in history.
@@ -146,7 +149,7 @@ def tune(
     base = {k: v for k, v in (params or {}).items() if v is not None}
     tune_split, report_split = ("dev", "test") if held_out else (None, None)
     sweep = _sweep(db, param, values, spec, retriever, {**base, "split": tune_split, **({"fresh": True} if fresh else {})})
-    counts = db.value("SELECT VALUE array::len(relevant) FROM question WHERE $s = NONE OR split = $s", {"s": tune_split})
+    counts = db.value("SELECT VALUE array::len(relevant) FROM seval_question WHERE $s = NONE OR split = $s", {"s": tune_split})
     # ann_recall@k moves in steps of 1/k on one question, as precision@k does
     step = 1 / (spec.k * len(counts)) if spec.name == ANN_RECALL else resolution(counts, str(spec))
     top = max(row["mean"] for row in sweep)
@@ -183,7 +186,7 @@ def tune(
 
 
 def _restore_ef(db: Database) -> None:
-    """fn::vec_candidates_at_ef back at the configured ef (tidiness only: no ordinary run reads it)."""
+    """fn::seval::vec_candidates_at_ef back at the configured ef (tidiness only: no ordinary run reads it)."""
     config = harness_config(db)
     if config is not None:
         define_vector_ef(db, config.knn_ef)
@@ -192,7 +195,7 @@ def _restore_ef(db: Database) -> None:
 def _sweep(db: Database, param: str, values: list[Any], spec, retriever: str, given: dict[str, Any]) -> list[dict]:
     if param != "knn_ef":
         return db.value(
-            "RETURN fn::tune_sweep($param, $values, $metric, $k, $retriever, $given)",
+            "RETURN fn::seval::tune_sweep($param, $values, $metric, $k, $retriever, $given)",
             {"param": param, "values": values or [], "metric": spec.name, "k": spec.k, "retriever": retriever, "given": given},
         )
     rows = []
@@ -202,10 +205,10 @@ def _sweep(db: Database, param: str, values: list[Any], spec, retriever: str, gi
         for ef in values:
             define_vector_ef(db, ef)
             if spec.name == ANN_RECALL:  # the index against the exact neighbours, not against the labels
-                rows += db.value("RETURN fn::ann_sweep($k, $given)", {"k": spec.k, "given": {**given, "knn_ef": ef}})
+                rows += db.value("RETURN fn::seval::ann_sweep($k, $given)", {"k": spec.k, "given": {**given, "knn_ef": ef}})
                 continue
             rows += db.value(
-                "RETURN fn::tune_sweep('knn_ef', [$ef], $metric, $k, $retriever, $given)",
+                "RETURN fn::seval::tune_sweep('knn_ef', [$ef], $metric, $k, $retriever, $given)",
                 {"ef": ef, "metric": spec.name, "k": spec.k, "retriever": retriever, "given": {**given, "knn_ef": ef}},
             )
     finally:

@@ -1,4 +1,4 @@
-"""Evaluate after every ingest: what to evaluate (eval_watch:current); the marker is load.bulk.record_ingest.
+"""Evaluate after every ingest: what to evaluate (seval_watch:current); the marker is load.bulk.record_ingest.
 
 An ingest (one batch load of a corpus table, not each row) creates one `ingest` row; the
 `evaluate_after_ingest` event (surql/evaluate.surql) then records a run inside the database, in
@@ -21,18 +21,18 @@ def set_watch(db: Database, *, ks: list[int], retrievers: list[str] | None = Non
     for k in ks:
         check_number("k", k, option="every k")
     given = check_params({k: v for k, v in (params or {}).items() if v is not None})
-    db.value("RETURN fn::run_params($ks, $given)", {"ks": ks, "given": given})  # refuses bad values now
+    db.value("RETURN fn::seval::run_params($ks, $given)", {"ks": ks, "given": given})  # refuses bad values now
     db.query(
-        "UPSERT eval_watch:current CONTENT { ks: $ks, retrievers: $names, params: $given } RETURN NONE",
+        "UPSERT seval_watch:current CONTENT { ks: $ks, retrievers: $names, params: $given } RETURN NONE",
         {"ks": ks, "names": resolve_retrievers(db, retrievers), "given": given},
     )
 
 
 def clear_watch(db: Database) -> None:
     """Stop evaluating after ingests."""
-    db.query("DELETE eval_watch:current")
+    db.query("DELETE seval_watch:current")
 
 
 def get_watch(db: Database) -> dict[str, Any] | None:
     """The watched evaluation settings {ks, retrievers, params}, or None."""
-    return db.value("SELECT ks, retrievers, params FROM ONLY eval_watch:current")
+    return db.value("SELECT ks, retrievers, params FROM ONLY seval_watch:current")

@@ -32,9 +32,9 @@ def grant_evaluator(db: Database, name: str, password: str) -> None:
     """
     account = identifier(name, what="evaluator name")
     make_strict(db)
-    db.query("RETURN fn::grant_evaluator($name, $pass)", {"name": account, "pass": password})
+    db.query("RETURN fn::seval::grant_evaluator($name, $pass)", {"name": account, "pass": password})
 
 
 def revoke_evaluator(db: Database, name: str) -> None:
     """Delete evaluator account `name`."""
-    db.query("RETURN fn::revoke_evaluator($name)", {"name": identifier(name, what="evaluator name")})
+    db.query("RETURN fn::seval::revoke_evaluator($name)", {"name": identifier(name, what="evaluator name")})

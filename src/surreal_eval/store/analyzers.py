@@ -1,12 +1,12 @@
 """Which analyzer a corpus table's BM25 index uses (`--analyzer` of init, load and attach --index).
 
 The harness defines two (surql/analyzers.surql): `english` (lowercase, ascii, snowball stems) and
-`english_stop` (the same after fn::strip_stopwords removes 127 English stopwords in one regex pass,
+`seval_english_stop` (the same after fn::seval::strip_stopwords removes 127 English stopwords in one regex pass,
 from documents and questions alike). Any other name must be an analyzer the user already defined in
 the database: it is used as it is, never defined or changed by the harness. A table keeps the
 analyzer its index has unless one is chosen; a new table gets DEFAULT_ANALYZER. Each time the harness
 defines an index it records every corpus table's analyzer and its checksum (record_analyzers) where
-a run reads them (fn::corpus_fingerprint), INFO being closed to an evaluator.
+a run reads them (fn::seval::corpus_fingerprint), INFO being closed to an evaluator.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ __all__ = ["DEFAULT_ANALYZER", "HARNESS_ANALYZERS", "analyzer_of", "check_analyz
            "table_analyzer"]
 
 #: The analyzers surql/analyzers.surql defines (harness-owned, recorded in harness_object).
-HARNESS_ANALYZERS = ("english", "english_stop")
+HARNESS_ANALYZERS = ("seval_english", "seval_english_stop")
 _ANALYZER = re.compile(r"\bFULLTEXT\s+ANALYZER\s+`?(\w+)`?")
 
 
@@ -57,5 +57,5 @@ def table_analyzer(db: Database, table: str, chosen: str | None = None) -> str:
 
 
 def record_analyzers(db: Database) -> None:
-    """Store each corpus table's analyzer and its checksum in its corpus_table row (fn::record_corpus_analyzers)."""
-    db.query("RETURN fn::record_corpus_analyzers()")
+    """Store each corpus table's analyzer and its checksum in its seval_corpus row (fn::seval::record_corpus_analyzers)."""
+    db.query("RETURN fn::seval::record_corpus_analyzers()")

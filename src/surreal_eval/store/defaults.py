@@ -8,4 +8,4 @@ __all__ = ["DEFAULT_ANALYZER", "DEFAULT_URL"]
 DEFAULT_URL = "surrealkv://surreal-eval.db"
 #: The analyzer of a new corpus table's BM25 index (store/analyzers.py). english_stop: on CISI its BM25
 #: floor is cheaper than english's at no loss of quality (README, "Analyzers"; benchmarks/cost_floor.py).
-DEFAULT_ANALYZER = "english_stop"
+DEFAULT_ANALYZER = "seval_english_stop"

@@ -1,7 +1,7 @@
 """The load journal: what an unfinished move left, and putting it right after a kill or a failure.
 
-A load moves staged rows (`_ingest_<table>`) into place under a journal row (`ingest_journal`,
-surql/ingest.surql) and an undo table (`_undo_<table>`) holding what each write replaced; see
+A load moves staged rows (`_ingest_<table>`) into place under a journal row (`seval_ingest_journal`,
+surql/ingest.surql) and an undo table (`seval_undo_<table>`) holding what each write replaced; see
 `load.bulk` for how a load runs. `recover_loads` undoes a move still 'moving' and builds the HNSW
 index of one left 'indexing'. It is opened by `store.opening.connect` for embedded stores, and by
 every load and `init`.
@@ -22,9 +22,9 @@ __all__ = ["STAGING_PREFIX", "UNDO_PREFIX", "MOVE_PART", "STALE_LOAD", "JOURNAL"
            "staging_tables", "remove_staging", "index_statements", "build_hnsw", "recover_loads"]
 
 #: Staging tables are named this prefix + the target table.
-STAGING_PREFIX = "_ingest_"
+STAGING_PREFIX = "seval_stage_"
 #: A move saves what it replaces in a table named this prefix + the target table.
-UNDO_PREFIX = "_undo_"
+UNDO_PREFIX = "seval_undo_"
 #: Rows a move writes per transaction; a move of at most this many rows is one transaction. A part
 #: writes ~40 KB a 384-d document (row, undo, BM25 postings): far less than a memtable, so the
 #: store can flush between parts (Database.flush_if_full). 1,000 and 5,000 load equally fast.
@@ -33,7 +33,7 @@ MOVE_PART = 1000
 #: undone by the next load; a busier one makes the next load wait.
 STALE_LOAD = 15 * 60
 #: The table recording unfinished moves (surql/ingest.surql).
-JOURNAL = "ingest_journal"
+JOURNAL = "seval_ingest_journal"
 
 
 def corpus_template(name: str, table: str, dimension: int, analyzer: str = DEFAULT_ANALYZER) -> str:
@@ -67,7 +67,7 @@ def build_hnsw(db: Database, table: str, dimension: int) -> None:
     in the same transaction. (It writes 6 to 11 KB a 384-d document: the store may flush first.)"""
     db.flush_if_full()
     db.atomic("\n".join([index_statements(table, dimension)[f"{table}_embedding"],
-                         statement("DELETE type::record('ingest_journal', '{{target}}');", target=table)]))
+                         statement("DELETE type::record('seval_ingest_journal', '{{target}}');", target=table)]))
 
 
 def unfinished_moves(db: Database, tables: Iterable[str]) -> list[dict[str, Any]]:
@@ -99,18 +99,18 @@ def recover_loads(db: Database, *, stale_after: float | None = None) -> list[str
         if journal["state"] == "indexing":
             build_hnsw(db, target, config.dimension)
         elif not journal["existed"]:
-            db.atomic(statement("REMOVE TABLE IF EXISTS {{target}};\nDELETE type::record('corpus_table', '{{target}}');\n"
-                           "DELETE type::record('ingest_journal', '{{target}}');", target=target))
+            db.atomic(statement("REMOVE TABLE IF EXISTS {{target}};\nDELETE type::record('seval_corpus', '{{target}}');\n"
+                           "DELETE type::record('seval_ingest_journal', '{{target}}');", target=target))
         else:
-            while db.value("RETURN fn::undo_moved($target, $undo, $limit)",
+            while db.value("RETURN fn::seval::undo_moved($target, $undo, $limit)",
                            {"target": target, "undo": journal["undo"], "limit": MOVE_PART}):
                 db.flush_if_full()
             if journal["corpus"]:  # the rows are as they were: the indexes next, as after a load
-                db.query(statement("UPDATE type::record('ingest_journal', '{{target}}') SET state = 'indexing' "
+                db.query(statement("UPDATE type::record('seval_ingest_journal', '{{target}}') SET state = 'indexing' "
                               "RETURN NONE", target=target))
                 build_hnsw(db, target, config.dimension)
             else:
-                db.query(statement("DELETE type::record('ingest_journal', '{{target}}')", target=target))
+                db.query(statement("DELETE type::record('seval_ingest_journal', '{{target}}')", target=target))
         put_right.append(target)
     remove_staging(db, tables)
     return put_right

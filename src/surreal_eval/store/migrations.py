@@ -17,18 +17,18 @@ OLD_RESULTS = "eval_result"
 
 def move_old_results(db: Database) -> int:
     """Move the metrics a run of an earlier harness version kept in table eval_result onto its
-    rankings (fn::results_onto_rankings) and remove that table, when the harness made it; returns
+    rankings (fn::seval::results_onto_rankings) and remove that table, when the harness made it; returns
     how many rankings were filled. A table of that name the harness did not make is left alone."""
     tables = db.value("INFO FOR DB")["tables"]
     if OLD_RESULTS not in tables:
         return 0
-    owned = (db.value("RETURN record::exists(type::record('harness_object', 'table:' + $t))", {"t": OLD_RESULTS})
-             if OWNED_TABLE in tables else "harness_script" in tables)
+    owned = (db.value("RETURN record::exists(type::record('seval_object', 'table:' + $t))", {"t": OLD_RESULTS})
+             if OWNED_TABLE in tables else "seval_script" in tables)
     if not owned:
         return 0
     moved = db.query("DEFINE INDEX eval_result_ranking ON eval_result FIELDS ranking; "
-                     "LET $n = fn::results_onto_rankings(); REMOVE TABLE eval_result; "
-                     "DELETE harness_object WHERE name = $t OR string::starts_with(name, $t + '.'); RETURN $n;",
+                     "LET $n = fn::seval::results_onto_rankings(); REMOVE TABLE eval_result; "
+                     "DELETE seval_object WHERE name = $t OR string::starts_with(name, $t + '.'); RETURN $n;",
                      {"t": OLD_RESULTS})[-1]
-    log.info("moved the results of %s rankings from %s onto eval_ranking.results", moved, OLD_RESULTS)
+    log.info("moved the results of %s rankings from %s onto seval_ranking.results", moved, OLD_RESULTS)
     return moved

@@ -3,10 +3,10 @@ the harness did not make (the user's own tables, analyzers, functions...).
 
 Every name the harness's scripts define is read from the rendered scripts themselves
 (`DEFINE <KIND> OVERWRITE <name> [ON <table>]`), and each import records them in table
-`harness_object` (one row per definition, id = `kind:name`). Before anything is applied, every
+`seval_object` (one row per definition, id = `kind:name`). Before anything is applied, every
 such name that the database already holds and the harness did not record is a conflict, and the
 import is refused naming each one, changing nothing. A database imported by an earlier version of
-the harness (table `harness_script` but no `harness_object`) owns what it holds.
+the harness (table `seval_script` but no `seval_object`) owns what it holds.
 """
 
 from __future__ import annotations
@@ -19,9 +19,9 @@ from ..errors import InputError
 
 __all__ = ["OWNED_TABLE", "defined_names", "conflicts", "refuse_conflicts", "record_owned"]
 
-OWNED_TABLE = "harness_object"
+OWNED_TABLE = "seval_object"
 #: Tables the importer defines in Python rather than in a script.
-_PYTHON_TABLES = ("harness_config", "harness_script", OWNED_TABLE)
+_PYTHON_TABLES = ("seval_config", "seval_script", OWNED_TABLE)
 _DEFINE = re.compile(
     r"\bDEFINE\s+(TABLE|FIELD|INDEX|ANALYZER|FUNCTION|EVENT|ACCESS|PARAM)\s+(?:OVERWRITE\s+|IF\s+NOT\s+EXISTS\s+)?"
     r"([A-Za-z_][\w:.*]*|\$\w+)(?:\s+ON\s+(?:TABLE\s+)?(\w+))?",
@@ -70,8 +70,8 @@ def conflicts(db: Database, names: list[tuple[str, str]]) -> list[tuple[str, str
         return []
     tables = db.value("INFO FOR DB")["tables"]
     if OWNED_TABLE in tables:
-        owned = {(r["kind"], r["name"]) for r in db.value("SELECT kind, name FROM harness_object")}
-    elif "harness_script" in tables:  # imported by an earlier version of the harness: it is all the harness's
+        owned = {(r["kind"], r["name"]) for r in db.value("SELECT kind, name FROM seval_object")}
+    elif "seval_script" in tables:  # imported by an earlier version of the harness: it is all the harness's
         return []
     else:
         owned = set()
@@ -91,10 +91,10 @@ def refuse_conflicts(db: Database, names: list[tuple[str, str]], *, action: str 
 
 
 def record_owned(db: Database, names: list[tuple[str, str]]) -> None:
-    """Record `names` as the harness's own definitions (table harness_object)."""
+    """Record `names` as the harness's own definitions (table seval_object)."""
     db.query(
-        "DEFINE TABLE OVERWRITE harness_object SCHEMALESS PERMISSIONS FOR select FULL FOR create, update, delete NONE;"
-        "FOR $n IN $names { UPSERT type::record('harness_object', $n[0] + ':' + $n[1]) "
+        "DEFINE TABLE OVERWRITE seval_object SCHEMALESS PERMISSIONS FOR select FULL FOR create, update, delete NONE;"
+        "FOR $n IN $names { UPSERT type::record('seval_object', $n[0] + ':' + $n[1]) "
         "CONTENT { kind: $n[0], name: $n[1] } RETURN NONE; };",
         {"names": [list(n) for n in names]},
     )

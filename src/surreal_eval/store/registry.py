@@ -18,7 +18,7 @@ from ..grammar import parse_retrievers
 
 __all__ = ["HARNESS_RETRIEVERS", "Retriever", "registry", "resolve_retrievers", "tuned_by", "check_functions"]
 
-_SEEDED = re.compile(r"^UPSERT retriever:([A-Za-z_][A-Za-z0-9_]*) ", re.MULTILINE)
+_SEEDED = re.compile(r"^UPSERT seval_retriever:([A-Za-z_][A-Za-z0-9_]*) ", re.MULTILINE)
 
 
 class Retriever(BaseModel):
@@ -56,7 +56,7 @@ HARNESS_RETRIEVERS = _harness_retrievers()
 
 def registry(db: Database) -> list[Retriever]:
     """Every retriever in the database's registry, in report order."""
-    rows = db.value("SELECT *, record::id(id) AS name OMIT id FROM retriever ORDER BY position")
+    rows = db.value("SELECT *, record::id(id) AS name OMIT id FROM seval_retriever ORDER BY position")
     return [Retriever(**{k: v for k, v in row.items() if v is not None}) for row in rows]
 
 

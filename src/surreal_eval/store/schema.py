@@ -32,13 +32,16 @@ __all__ = [
     "statement",
     "import_harness",
     "import_seed",
-    "harness_config",
+    "seval_config",
     "define_corpus",
     "define_vector_ef",
     "define_corpus_indexes",
     "record_article_indexes",
     "corpus_tables",
     "identifier",
+    "harness_table",
+    "PREFIX",
+    "PREFIX_FUNCTIONS",
     "attached_tables",
     "attached_script",
     "require_config",
@@ -53,14 +56,19 @@ HARNESS_SCRIPTS = ("analyzers", "schema", "corpus", "corpus_indexes", "ingest", 
 #: The script rendered with one branch per attached table (see attached_script).
 ATTACHED_SCRIPT = "attached"
 CORPUS_SCRIPTS = ("corpus", "corpus_indexes")
-DOCUMENTS = "article"
+#: The prefix of every name the harness defines: tables, analyzers, accesses and indexes begin with
+#: it, functions live in the namespace fn::seval:: (PREFIX_FUNCTIONS), so none is a name an
+#: application would choose (article, question, eval_run, english and fn::evaluate are the lesson's).
+PREFIX = "seval_"
+PREFIX_FUNCTIONS = "fn::seval::"
+DOCUMENTS = "seval_article"
 SEED_SCRIPT = "seed"
 #: The name the generated metric dispatch (metric_dispatch) is recorded under in harness_script.
 METRIC_DISPATCH = "metric_dispatch"
 DEMO_DIMENSION = 4
 #: The analyzer the demo seed is indexed with: the lesson's findings need every word a term (its
 #: money_back question fails on "how" matching one wrong article, which english_stop removes).
-SEED_ANALYZER = "english"
+SEED_ANALYZER = "seval_english"
 
 _EACH = re.compile(r"^-- each (content|embedding)\n(.*?)^-- end\n", re.MULTILINE | re.DOTALL)
 _PLACEHOLDER = re.compile(r"\{\{\s*([a-z_]+)\s*\}\}")
@@ -77,7 +85,7 @@ RESERVED_WORDS = frozenset(
 
 
 class HarnessConfig(BaseModel):
-    """The literals the harness is rendered with; stored in the database as `harness_config:current`."""
+    """The literals the harness is rendered with; stored in the database as `seval_config:current`."""
 
     model_config = ConfigDict(frozen=True)
 
@@ -97,6 +105,16 @@ def identifier(name: str, *, what: str = "name") -> str:
         raise ConfigError(f"{what} {name!r} is not a valid identifier: use letters, digits and _")
     if name.lower() in RESERVED_WORDS:
         raise ConfigError(f"{what} {name!r} is a SurrealQL keyword: choose another name")
+    return name
+
+
+def harness_table(name: str, *, what: str = "corpus table") -> str:
+    """`name` if it is an identifier carrying the harness's prefix (every table the harness defines
+    does, so that none can be a name the user's application chose), else a ConfigError."""
+    name = identifier(name, what=what)
+    if not name.startswith(PREFIX):
+        raise ConfigError(f"{what} {name!r}: every table the harness defines starts with {PREFIX} (use {PREFIX}{name}); "
+                          f"to evaluate a table of yours in place, attach it (surreal-eval attach)")
     return name
 
 
@@ -131,15 +149,15 @@ def harness_config(db: Database) -> HarnessConfig | None:
     """The configuration the database's harness was imported with, or None before `init`."""
     if not _has_harness(db):
         return None
-    row = db.value("SELECT * OMIT id FROM ONLY harness_config:current")
+    row = db.value("SELECT * OMIT id FROM ONLY seval_config:current")
     return HarnessConfig(**row) if row else None
 
 
 def _stored_dimension(db: Database) -> int | None:
     """The dimension of the embeddings already stored, if any article or question exists."""
     found = db.value(
-        "RETURN array::len((SELECT VALUE embedding FROM article LIMIT 1)[0] "
-        "?? (SELECT VALUE embedding FROM question LIMIT 1)[0] ?? [])"
+        "RETURN array::len((SELECT VALUE embedding FROM seval_article LIMIT 1)[0] "
+        "?? (SELECT VALUE embedding FROM seval_question LIMIT 1)[0] ?? [])"
     )
     return found or None
 
@@ -148,14 +166,14 @@ def import_harness(db: Database, config: HarnessConfig, *, skip_unchanged: bool 
                    analyzer: str | None = None) -> list[str]:
     """Apply every harness script to `db`, rendered with `config`; returns the script names applied.
 
-    `article`'s BM25 index uses `analyzer` (english, english_stop or an analyzer the database
+    `article`'s BM25 index uses `analyzer` (english, seval_english_stop or an analyzer the database
     holds), else the analyzer it has, else the default (store/analyzers.py).
 
     Importing again with the same config changes nothing (every statement is DEFINE ... OVERWRITE).
     A dimension that differs from the embeddings already stored is refused, and so is any name the
     harness defines that the database already holds and the harness did not make (ownership.py).
     With `skip_unchanged`, a script whose rendered text has the checksum recorded for it in
-    `harness_script` is not applied again (a changed config renders another text, so it is), and
+    `seval_script` is not applied again (a changed config renders another text, so it is), and
     only the scripts applied are returned.
     """
     values = {**config.model_dump(), "corpus": DOCUMENTS, "analyzer": table_analyzer(db, DOCUMENTS, analyzer)}
@@ -174,7 +192,7 @@ def import_harness(db: Database, config: HarnessConfig, *, skip_unchanged: bool 
     recorded = {}
     if skip_unchanged and present and harness_config(db) == config:
         recorded = {row["name"]: row["checksum"] for row in
-                    db.value("SELECT record::id(id) AS name, checksum FROM harness_script")}
+                    db.value("SELECT record::id(id) AS name, checksum FROM seval_script")}
     checksums = {}
     applied = []
     for name, text in texts.items():
@@ -191,50 +209,50 @@ def import_harness(db: Database, config: HarnessConfig, *, skip_unchanged: bool 
         applied.append(METRIC_DISPATCH)
     # the users' retriever functions: written again from the registry (not recorded: users' rows are not the harness)
     apply(db, function_dispatch(db))
-    db.value("RETURN fn::record_import($config, $checksums)", {"config": config.model_dump(), "checksums": checksums})
+    db.value("RETURN fn::seval::record_import($config, $checksums)", {"config": config.model_dump(), "checksums": checksums})
     record_owned(db, names)
     record_analyzers(db)
-    db.value("RETURN fn::prune_candidate_cache([])")  # the candidate lists kept for reuse that can no longer match
+    db.value("RETURN fn::seval::prune_candidate_cache([])")  # the candidate lists kept for reuse that can no longer match
     return applied
 
 
 #: The names metric_dispatch defines (its text depends on the database, its names do not), for the ownership check.
-DISPATCH_DEFINES = ("DEFINE FUNCTION fn::scored_metrics\nDEFINE FUNCTION fn::metrics\nDEFINE FUNCTION fn::extra_metrics\n"
-                    "DEFINE FUNCTION fn::with_extra_metrics\nDEFINE FUNCTION fn::extra_metric_names\nDEFINE FUNCTION fn::function_candidates")
+DISPATCH_DEFINES = ("DEFINE FUNCTION fn::seval::scored_metrics\nDEFINE FUNCTION fn::seval::metrics\nDEFINE FUNCTION fn::seval::extra_metrics\n"
+                    "DEFINE FUNCTION fn::seval::with_extra_metrics\nDEFINE FUNCTION fn::seval::extra_metric_names\nDEFINE FUNCTION fn::seval::function_candidates")
 
 
 def metric_dispatch(db: Database) -> str:
-    """SurrealQL defining fn::scored_metrics, fn::metrics, fn::extra_metrics and fn::with_extra_metrics
-    over every fn::metric_* in `db` (metrics.surql applied): the file's in file order, then any other by name.
+    """SurrealQL defining fn::seval::scored_metrics, fn::seval::metrics, fn::seval::extra_metrics and fn::seval::with_extra_metrics
+    over every fn::seval::metric_* in `db` (metrics.surql applied): the file's in file order, then any other by name.
 
     SurrealQL cannot call a function named by a value, so the calls are written out here, each
-    name a validated identifier; fn::extra_metrics holds those fn::standard_scores leaves out, and
-    fn::with_extra_metrics adds them to its rows (none: the rows as they are, nothing called).
+    name a validated identifier; fn::seval::extra_metrics holds those fn::seval::standard_scores leaves out, and
+    fn::seval::with_extra_metrics adds them to its rows (none: the rows as they are, nothing called).
     """
-    defined = [name[len("metric_"):] for name in db.value("INFO FOR DB")["functions"] if name.startswith("metric_")]
+    defined = [name[len("seval::metric_"):] for name in db.value("INFO FOR DB")["functions"] if name.startswith("seval::metric_")]
     ordered = [n for n in file_metrics(_read("metrics")) if n in defined] + sorted(set(defined) - set(file_metrics(_read("metrics"))))
     names = [identifier(n, what="metric") for n in ordered]
-    standard = set(db.value("RETURN object::keys(fn::standard_scores([0], fn::label_profile([0], [1], [1], NONE), [1])[0].metrics)"))
+    standard = set(db.value("RETURN object::keys(fn::seval::standard_scores([0], fn::seval::label_profile([0], [1], [1], NONE), [1])[0].metrics)"))
     args = "($ranked: array, $relevant: array, $grades: array, $k: int) -> object"
     extra = [n for n in names if n not in standard]
 
     def calls(chosen: list[str]) -> str:
-        return ", ".join(n + ": fn::metric_" + n + "($ranked, $relevant, $grades, $k)" for n in chosen)
+        return ", ".join(n + ": fn::seval::metric_" + n + "($ranked, $relevant, $grades, $k)" for n in chosen)
 
     return "\n".join([
-        "-- fn::scored_metrics: every metric of this database (a function fn::metric_<name> each), in report order.",
-        "DEFINE FUNCTION OVERWRITE fn::scored_metrics() -> array<string> { RETURN " + repr(names).replace('"', "'") + "; };",
-        "-- fn::metrics: every metric of fn::scored_metrics() of one ranking at cutoff $k, as {<name>: value}.",
-        "DEFINE FUNCTION OVERWRITE fn::metrics" + args + " { RETURN { " + calls(names) + " }; };",
-        "-- fn::extra_metrics: the metrics of fn::scored_metrics() that fn::standard_scores does not compute, at cutoff $k, as {<name>: value}.",
-        "DEFINE FUNCTION OVERWRITE fn::extra_metrics" + args + " { RETURN { " + calls(extra) + " }; };",
-        "-- fn::extra_metric_names: the metrics of fn::scored_metrics() that fn::standard_scores does not compute (a run calls fn::scores_at only when there are any).",
-        "DEFINE FUNCTION OVERWRITE fn::extra_metric_names() -> array<string> { RETURN " + repr(extra).replace('"', "'") + "; };",
-        "-- fn::with_extra_metrics: rows $rows of fn::standard_scores for ranking $ranked with fn::extra_metrics added at each k,"
+        "-- fn::seval::scored_metrics: every metric of this database (a function fn::seval::metric_<name> each), in report order.",
+        "DEFINE FUNCTION OVERWRITE fn::seval::scored_metrics() -> array<string> { RETURN " + repr(names).replace('"', "'") + "; };",
+        "-- fn::seval::metrics: every metric of fn::seval::scored_metrics() of one ranking at cutoff $k, as {<name>: value}.",
+        "DEFINE FUNCTION OVERWRITE fn::seval::metrics" + args + " { RETURN { " + calls(names) + " }; };",
+        "-- fn::seval::extra_metrics: the metrics of fn::seval::scored_metrics() that fn::seval::standard_scores does not compute, at cutoff $k, as {<name>: value}.",
+        "DEFINE FUNCTION OVERWRITE fn::seval::extra_metrics" + args + " { RETURN { " + calls(extra) + " }; };",
+        "-- fn::seval::extra_metric_names: the metrics of fn::seval::scored_metrics() that fn::seval::standard_scores does not compute (a run calls fn::seval::scores_at only when there are any).",
+        "DEFINE FUNCTION OVERWRITE fn::seval::extra_metric_names() -> array<string> { RETURN " + repr(extra).replace('"', "'") + "; };",
+        "-- fn::seval::with_extra_metrics: rows $rows of fn::seval::standard_scores for ranking $ranked with fn::seval::extra_metrics added at each k,"
         " on label profile $p's judged ids and the gains its level leaves (undefined values 0 above level 1).",
-        "DEFINE FUNCTION OVERWRITE fn::with_extra_metrics($rows: array<object>, $ranked: array, $p: object) -> array<object> { RETURN "
+        "DEFINE FUNCTION OVERWRITE fn::seval::with_extra_metrics($rows: array<object>, $ranked: array, $p: object) -> array<object> { RETURN "
         + ("$rows.map(|$row| { k: $row.k, metrics: object::extend($row.metrics, "
-           "fn::defined_at_level(fn::extra_metrics($ranked, $p.judged, $p.cut, $row.k), $p.level)) })" if extra else "$rows")
+           "fn::seval::defined_at_level(fn::seval::extra_metrics($ranked, $p.judged, $p.cut, $row.k), $p.level)) })" if extra else "$rows")
         + "; };",
     ])
 
@@ -253,35 +271,35 @@ def function_call(name: str, text: str = "$text", embedding: str = "$embedding",
 
 
 def function_probe(name: str) -> str:
-    """The statement registration runs: fn::function_hits of user function `name` called on $text, $embedding and $k,
+    """The statement registration runs: fn::seval::function_hits of user function `name` called on $text, $embedding and $k,
     as retriever $name's candidate list on corpus $corpus."""
-    return "RETURN fn::function_hits($name, " + function_call(name) + ", $corpus, $k)"
+    return "RETURN fn::seval::function_hits($name, " + function_call(name) + ", $corpus, $k)"
 
 
 def function_dispatch(db: Database, *, rows: list[dict] | None = None) -> str:
-    """SurrealQL defining fn::function_candidates with one branch per registry row that calls a user's
+    """SurrealQL defining fn::seval::function_candidates with one branch per registry row that calls a user's
     function (`retriever add --function`): that function called on the question's text, its embedding
-    and the run's depth, its result made a candidate list by fn::function_hits. Each list name is a
+    and the run's depth, its result made a candidate list by fn::seval::function_hits. Each list name is a
     validated identifier and each function name a validated function name; `rows` ({name, function_name})
     in place of the database's, for a transaction that changes them."""
     if rows is None:
-        rows = db.value("SELECT record::id(id) AS name, function_name FROM retriever WHERE function_name != NONE")
+        rows = db.value("SELECT record::id(id) AS name, function_name FROM seval_retriever WHERE function_name != NONE")
     rows = sorted(rows, key=lambda r: r["name"])
     branches = "".join(
-        "    IF $list = '" + identifier(r["name"], what="retriever") + "' { RETURN fn::function_hits($list, "
+        "    IF $list = '" + identifier(r["name"], what="retriever") + "' { RETURN fn::seval::function_hits($list, "
         + function_call(r["function_name"], "$q.text", "$q.embedding", "$p.depth") + ", $p.corpus, $p.depth) };\n"
         for r in rows)
-    return ("-- fn::function_candidates: question $q's candidate list $list from the user's function its registry row names, "
-            "called with its text, embedding and the run's depth $p.depth (fn::function_hits on corpus $p.corpus).\n"
-            "DEFINE FUNCTION OVERWRITE fn::function_candidates($list: string, $q: object, $p: object) -> array<object> {\n"
+    return ("-- fn::seval::function_candidates: question $q's candidate list $list from the user's function its registry row names, "
+            "called with its text, embedding and the run's depth $p.depth (fn::seval::function_hits on corpus $p.corpus).\n"
+            "DEFINE FUNCTION OVERWRITE fn::seval::function_candidates($list: string, $q: object, $p: object) -> array<object> {\n"
             + branches + "    THROW 'no retriever function is registered as ' + $list + ' (surreal-eval retriever add)';\n};")
 
 
 def attached_tables(db: Database) -> list[dict]:
-    """The corpus_table rows of the tables attached in place, as {table, content, embedding, ...}, by table."""
-    if "corpus_table" not in db.value("INFO FOR DB")["tables"]:
+    """The seval_corpus rows of the tables attached in place, as {table, content, embedding, ...}, by table."""
+    if "seval_corpus" not in db.value("INFO FOR DB")["tables"]:
         return []
-    return db.value("SELECT *, record::id(id) AS table OMIT id FROM corpus_table WHERE attached = true ORDER BY table")
+    return db.value("SELECT *, record::id(id) AS table OMIT id FROM seval_corpus WHERE attached = true ORDER BY table")
 
 
 def attached_script(rows: list[dict], config: HarnessConfig) -> str:
@@ -308,8 +326,8 @@ def import_seed(db: Database) -> None:
 
 
 def define_vector_ef(db: Database, ef: int) -> None:
-    """Render surql/tune_ef.surql alone with HNSW search width `ef` and apply it: fn::vec_candidates_at_ef,
-    read only by a run whose parameters carry `knn_ef` (tune's sweep). Not recorded in harness_script:
+    """Render surql/tune_ef.surql alone with HNSW search width `ef` and apply it: fn::seval::vec_candidates_at_ef,
+    read only by a run whose parameters carry `knn_ef` (tune's sweep). Not recorded in seval_script:
     the harness as imported, and every ordinary evaluation, are unchanged by it."""
     config = require_config(db)
     values = {**config.model_dump(), "knn_ef": check_number("knn_ef", ef), "corpus": DOCUMENTS}
@@ -347,13 +365,13 @@ def record_article_indexes(db: Database, analyzer: str) -> None:
     config = require_config(db)
     text = render(_read("corpus_indexes"), {**config.model_dump(), "corpus": DOCUMENTS, "analyzer": analyzer},
                   source="surql/corpus_indexes.surql")
-    db.value("RETURN fn::record_import($config, { corpus_indexes: $sum })",
+    db.value("RETURN fn::seval::record_import($config, { corpus_indexes: $sum })",
              {"config": config.model_dump(), "sum": hashlib.sha256(text.encode("utf-8")).hexdigest()})
 
 
 def corpus_tables(db: Database) -> list[str]:
     """Every table defined as a corpus by corpus.surql, `article` first."""
-    found = db.value("SELECT VALUE record::id(id) FROM corpus_table")
+    found = db.value("SELECT VALUE record::id(id) FROM seval_corpus")
     return sorted(found, key=lambda t: (t != DOCUMENTS, t))
 
 
@@ -366,7 +384,7 @@ def require_config(db: Database) -> HarnessConfig:
 
 def _has_harness(db: Database) -> bool:
     tables = db.value("INFO FOR DB")["tables"]
-    return "harness_config" in tables
+    return "seval_config" in tables
 
 
 def apply(db: Database, text: str, params: dict | None = None) -> None:

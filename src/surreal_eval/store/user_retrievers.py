@@ -3,7 +3,7 @@
 `add_function_retriever` registers a SurrealQL function the user wrote, taking (text: string,
 embedding: option<array<number>>, k: int) and returning records best first or {id, score} objects:
 its row names the function (`function_name`) and its corpus table, and its one candidate list is
-the retriever's own name, fetched by fn::function_candidates, which store/schema.py generates with
+the retriever's own name, fetched by fn::seval::function_candidates, which store/schema.py generates with
 one branch per such row (function_dispatch) at every add, remove and import. Before anything is
 written, the function's signature is read from `INFO FOR DB` and it is called on one golden
 question (or a given text); a function that does not exist, has another signature, returns
@@ -105,22 +105,22 @@ def _new_name(db: Database, name: str) -> str:
 
 
 def _position(db: Database) -> int:
-    return (db.value("RETURN math::max((SELECT VALUE position FROM retriever)) ?? 0") or 0) + 10
+    return (db.value("RETURN math::max((SELECT VALUE position FROM seval_retriever)) ?? 0") or 0) + 10
 
 
 def _register(db: Database, name: str, row: dict[str, Any]) -> None:
     """Create retriever row `name` and regenerate the function dispatch over the rows with it, in one transaction."""
-    rows = db.value("SELECT record::id(id) AS name, function_name FROM retriever WHERE function_name != NONE")
+    rows = db.value("SELECT record::id(id) AS name, function_name FROM seval_retriever WHERE function_name != NONE")
     if row.get("function_name"):
         rows.append({"name": name, "function_name": row["function_name"]})
-    apply(db, "CREATE type::record('retriever', $name) CONTENT $row RETURN NONE;\n" + function_dispatch(db, rows=rows),
+    apply(db, "CREATE type::record('seval_retriever', $name) CONTENT $row RETURN NONE;\n" + function_dispatch(db, rows=rows),
           {"name": name, "row": row})
 
 
 def _probe(db: Database, name: str, fn: str, corpus: str, text: str | None) -> tuple[str | None, int]:
     """Call `fn` on the first golden question (or on `text`) and check what it returns; (question, hits)."""
     if text is None:
-        question = db.value("SELECT id, text, embedding FROM question ORDER BY id LIMIT 1")
+        question = db.value("SELECT id, text, embedding FROM seval_question ORDER BY id LIMIT 1")
         if not question:
             raise InputError(f"the golden set is empty: give --text to call {fn} on when registering it")
         question = question[0]
@@ -136,18 +136,18 @@ def _probe(db: Database, name: str, fn: str, corpus: str, text: str | None) -> t
     return (record_str(question["id"]) if question["id"] is not None else None), len(hits)
 
 
-def add_function_retriever(db: Database, name: str, *, function: str, corpus: str = "article",
+def add_function_retriever(db: Database, name: str, *, function: str, corpus: str = "seval_article",
                            by_default: bool = False, text: str | None = None) -> AddedRetriever:
     """Register the user's function `function` as retriever `name` over corpus table `corpus`; see the module docstring."""
     name = _new_name(db, name)
     fn = function_name(function)
     corpus = identifier(corpus, what="--corpus table")
-    if not db.value("RETURN record::exists(type::record('corpus_table', $c))", {"c": corpus}):
+    if not db.value("RETURN record::exists(type::record('seval_corpus', $c))", {"c": corpus}):
         raise InputError(f"--corpus {corpus} is not a corpus table: attach it first (surreal-eval attach), or load one")
     ddl = db.value("INFO FOR DB")["functions"].get(fn.removeprefix("fn::"))
     if ddl is None:
         raise InputError(f"function {fn} does not exist in this database: define it first (DEFINE FUNCTION {fn}(...))")
-    if db.value("RETURN record::exists(type::record('harness_object', 'function:' + $f))", {"f": fn.removeprefix("fn::")}):
+    if db.value("RETURN record::exists(type::record('seval_object', 'function:' + $f))", {"f": fn.removeprefix("fn::")}):
         raise InputError(f"function {fn} is the harness's own: register a function you wrote")
     _check_signature(fn, ddl)
     question, hits = _probe(db, name, fn, corpus, text)
@@ -190,9 +190,9 @@ def remove_retriever(db: Database, name: str) -> None:
     users = [r.name for r in rows.values() if r.name != name and name in r.lists]
     if users:
         raise InputError(f"retriever {', '.join(users)} fuses {name}: remove {'it' if len(users) == 1 else 'them'} first")
-    watched = db.value("SELECT VALUE retrievers FROM ONLY eval_watch:current") or []
+    watched = db.value("SELECT VALUE retrievers FROM ONLY seval_watch:current") or []
     if name in watched:
         raise InputError(f"the after-ingest evaluation runs {name}: change it first (surreal-eval watch)")
     rest = [{"name": r.name, "function_name": r.function_name} for r in rows.values() if r.function_name and r.name != name]
-    apply(db, "DELETE type::record('retriever', $name);\n" + function_dispatch(db, rows=rest), {"name": name})
+    apply(db, "DELETE type::record('seval_retriever', $name);\n" + function_dispatch(db, rows=rest), {"name": name})
 
