@@ -7,7 +7,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from surreal_eval import Database, HarnessConfig, Settings, connect, import_harness, import_seed
+from surreal_eval import Article, Database, HarnessConfig, Question, Settings, connect, import_harness, import_lesson, import_seed
+from surreal_eval.load.bulk import load_corpus, load_golden
 
 SERVER_URL = os.environ.get("SURREAL_EVAL_TEST_URL")
 needs_server = pytest.mark.skipif(
@@ -31,9 +32,43 @@ def db() -> Iterator[Database]:
     database.close()
 
 
+def lesson_rows() -> tuple[list[Article], list[Question]]:
+    """The demo's ten articles and eight questions (surql/lesson.surql and seed.surql), read from a
+    throwaway database built as the demo builds it."""
+    source = connect(Settings(url="mem://"))
+    try:
+        import_lesson(source)
+        from surreal_eval.load.lesson import SEED_SCRIPT, _read
+
+        source.query(_read(SEED_SCRIPT))
+        articles = source.value("SELECT record::id(id) AS id, title, content, embedding FROM article ORDER BY id")
+        questions = source.value("SELECT record::id(id) AS id, text, embedding, relevant.map(|$r| record::id($r)) AS relevant, "
+                                 "grades, category FROM question ORDER BY id")
+    finally:
+        source.close()
+    return ([Article(**a) for a in articles],
+            [Question(**{k: v for k, v in q.items() if v is not None}) for q in questions])
+
+
+def seed_own(db: Database) -> None:
+    """The demo's articles and questions loaded into the harness's own tables (seval_article, seval_question),
+    indexed with seval_english as the demo was before it became the lesson reader's database."""
+    articles, questions = lesson_rows()
+    load_corpus(db, articles, analyzer="seval_english")
+    load_golden(db, questions)
+    db.query("DELETE seval_ingest")  # the loads are the fixture's, not ingests a test watches
+
+
 @pytest.fixture
 def seeded(db: Database) -> Database:
-    """`db` with the lesson's demo seed: ten articles, eight questions."""
+    """`db` with the demo's ten articles and eight questions in the harness's own tables."""
+    seed_own(db)
+    return db
+
+
+@pytest.fixture
+def lesson(db: Database) -> Database:
+    """`db` as the demo builds it: the lesson reader's database, article and question attached in place."""
     import_seed(db)
     return db
 
@@ -45,17 +80,27 @@ def snapshot(db: Database) -> dict:
     return {"info": info, "rows": rows}
 
 
+def demo_tables(db) -> tuple[str, str]:
+    """(corpus, golden set) of the demo in `db`: the lesson reader's article and question when the demo
+    attached them (`init --demo`, the `lesson` fixture), else the harness's own (the `seeded` fixture)."""
+    attached = db.value("RETURN record::exists(seval_golden:question)")
+    return ("article", "question") if attached else ("seval_article", "seval_question")
+
+
 def reverse_embeddings(db) -> None:
     """Reverse the axes of every article embedding: a broken embedding model, same texts."""
-    db.query("FOR $a IN (SELECT id, embedding FROM seval_article) { UPDATE $a.id SET embedding = array::reverse($a.embedding) };")
+    corpus, _ = demo_tables(db)
+    db.query("FOR $a IN (SELECT id, embedding FROM type::table($t)) { UPDATE $a.id SET embedding = array::reverse($a.embedding) };",
+             {"t": corpus})
 
 
 def add_question(db, **extra) -> None:
     """One more golden question (a different golden set than the demo's)."""
+    corpus, golden = demo_tables(db)
     db.query(
-        "CREATE seval_question:refund_status CONTENT object::extend({text: 'when will my refund arrive', "
-        "embedding: [0.1, 0.9, 0.1, 0.0], relevant: [seval_article:refund_request]}, $extra)",
-        {"extra": extra},
+        "CREATE type::record($g, 'refund_status') CONTENT object::extend({text: 'when will my refund arrive', "
+        "embedding: [0.1, 0.9, 0.1, 0.0], relevant: [type::record($c, 'refund_request')]}, $extra)",
+        {"extra": extra, "g": golden, "c": corpus},
     )
 
 

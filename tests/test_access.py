@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from surreal_eval import AuthenticationFailed, HarnessConfig, Settings, connect, evaluate, history, import_harness, import_seed
+from surreal_eval import AuthenticationFailed, HarnessConfig, Settings, connect, evaluate, history, import_harness
 from surreal_eval.store.access import grant_evaluator
 
-from .conftest import SERVER_URL, needs_server
+from .conftest import SERVER_URL, needs_server, seed_own
 
 PASSWORD = "correct horse battery"
 
@@ -18,7 +18,7 @@ def store(tmp_path):
     url = f"surrealkv://{tmp_path / 'store'}"
     owner = connect(Settings(url=url))
     import_harness(owner, HarnessConfig(dimension=4))
-    import_seed(owner)
+    seed_own(owner)
     grant_evaluator(owner, "ci", PASSWORD)
     owner.close()
     return url
@@ -153,7 +153,7 @@ def test_an_evaluator_on_a_server_evaluates_but_cannot_delete_articles():
     owner = connect(Settings(**base, user=os.environ.get("SURREAL_EVAL_TEST_USER", "root"),
                              password=os.environ.get("SURREAL_EVAL_TEST_PASS", "root")))
     import_harness(owner, HarnessConfig(dimension=4))
-    import_seed(owner)
+    seed_own(owner)
     grant_evaluator(owner, "ci", PASSWORD)
     owner.close()
     db = connect(Settings(**base, access="seval_evaluator", user="ci", password=PASSWORD))
@@ -250,7 +250,7 @@ def test_an_evaluator_can_never_rewrite_history_define_or_grant(tmp_path):
     url = f"surrealkv://{tmp_path / 'store'}"
     owner = connect(Settings(url=url))
     import_harness(owner, HarnessConfig(dimension=4))
-    import_seed(owner)
+    seed_own(owner)
     evaluate(owner, ks=[1])  # a system user's run, and below the evaluator's own
     grant_evaluator(owner, "ci", PASSWORD)
     schema = owner.value("INFO FOR DB")

@@ -210,21 +210,20 @@ def test_an_attached_table_is_evaluated_compared_and_gated_through_the_cli(attac
     db.close()
 
 
-def test_deleting_a_labelled_record_is_refused_and_a_label_gone_is_reported_by_the_run(attached):
+def test_the_application_deletes_a_labelled_record_and_the_next_run_names_the_dangling_label(attached):
     store, _ = attached
     db = connect(Settings(url=f"surrealkv://{store}"))
-    with pytest.raises(SurrealEvalError, match="seval_question:money"):
-        db.query("DELETE documents:refund")
-    assert db.value("RETURN record::exists(documents:refund)")
-    # the user rebuilds their table from scratch without one labelled record: no reference survives that
-    rows = db.value("SELECT * FROM documents WHERE id != documents:password")
-    db.query("REMOVE TABLE documents")
-    db.query(LANGCHAIN_TABLE)
-    db.query("INSERT INTO documents $rows RETURN NONE", {"rows": rows})
+    db.query("DELETE documents:refund")  # as langchain-surrealdb's delete(ids=[...]) does: the harness never blocks it
+    assert not db.value("RETURN record::exists(documents:refund)")
     with pytest.raises(SurrealEvalError) as refused:
         evaluate(db, ks=[1], params={"corpus": "documents"})
-    assert "seval_question:login" in str(refused.value) and "documents:password" in str(refused.value)
-    assert "\n" not in str(refused.value)
+    assert "seval_question:money" in str(refused.value) and "documents:refund" in str(refused.value)
+    assert "--dangling-labels miss" in str(refused.value) and "\n" not in str(refused.value)
+    counted = evaluate(db, ks=[1], params={"corpus": "documents", "dangling_labels": "miss"})
+    assert counted.golden["dangling"] == 1
+    # the user rebuilds their table from scratch (langchain-surrealdb's delete() with no ids): it succeeds too
+    db.query("DELETE documents")
+    assert db.value("RETURN count(SELECT id FROM documents)") == 0
     db.close()
 
 
@@ -244,7 +243,9 @@ def test_attach_refusals_are_one_line_exit_2_and_change_nothing(tmp_path):
         (["attach", "nothing", "--content", "body"], "does not exist"),
         (["attach", "seval_article", "--content", "content"], "harness's own"),
         (["attach", "notes", "--content", "body"], "no FULLTEXT index on body: give --index"),
-        (["attach", "notes", "--content", "missing"], "no record with a text field missing"),
+        (["attach", "notes", "--content", "missing"], "no record with text in field missing"),
+        (["attach", "notes", "--content", "body", "--embedding", "nowhere", "--index"], "no record with a vector in field nowhere"),
+        (["attach", "notes", "--content", "body", "--title", "meta..title"], "--title field 'meta..title'"),
         (["attach", "wide", "--content", "body", "--embedding", "vec"], "8-d"),
         (["attach", "notes", "--content", "bad-name"], "not a valid identifier"),
     ]:
@@ -268,6 +269,7 @@ def test_attach_with_index_defines_harness_owned_indexes_and_says_so(tmp_path):
     result = cli(store, "attach", "notes", "--content", "body", "--embedding", "vec", "--index")
     assert result.exit_code == 0, result.output
     assert "seval_notes_body" in result.stdout and "seval_notes_vec" in result.stdout
+    assert "without text" not in result.stdout and "without a vector" not in result.stdout  # every record has both
     db = connect(Settings(url=f"surrealkv://{store}"))
     assert db.value("SELECT * FROM notes ORDER BY id") == rows
     assert set(db.value("INFO FOR TABLE notes")["indexes"]) == {"seval_notes_body", "seval_notes_vec"}
@@ -348,3 +350,23 @@ def test_an_attached_tables_lists_are_reused_until_its_own_rows_or_analyzer_chan
         assert rankings(db, changed) == rankings(db, fresh) != rankings(db, first)
     finally:
         db.close()
+
+
+def test_attach_counts_records_without_text_or_vector_and_reads_nested_fields(tmp_path):
+    """langchain-surrealdb keeps titles in metadata; some records of a real table lack text or a vector."""
+    store = tmp_path / "store"
+    db = connect(Settings(url=f"surrealkv://{store}"))
+    db.query("DEFINE TABLE notes SCHEMALESS;")
+    for key, (text, vector) in DOCS.items():
+        db.query("CREATE type::record('notes', $k) CONTENT { body: $t, vec: $v, metadata: { title: $k, source: { page: 1 } } }",
+                 {"k": key, "t": text, "v": vector})
+    db.query("CREATE notes:blank SET body = '', vec = [0.1, 0.2, 0.3, 0.4]; CREATE notes:novec SET body = 'refund policy'")
+    db.close()
+    assert cli(store, "init", "--dimension", "4").exit_code == 0
+    result = cli(store, "attach", "notes", "--content", "body", "--embedding", "vec", "--title", "metadata.title", "--index")
+    assert result.exit_code == 0, result.output
+    assert "of its 10 records, 1 without text in body (BM25 never finds them) and 1 without a vector in vec" in result.stdout
+    db = connect(Settings(url=f"surrealkv://{store}"))
+    assert db.value("RETURN fn::seval::record_title(notes:refund)") == "refund"
+    assert db.value("RETURN fn::seval::corpus_fingerprint('notes')")["documents"] == 10
+    db.close()

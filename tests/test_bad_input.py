@@ -70,13 +70,14 @@ def test_the_schema_itself_refuses_bad_questions_written_in_surrealql(seeded, st
     assert snapshot(seeded) == before
 
 
-def test_deleting_a_labelled_article_is_refused(seeded):
+def test_delete_article_refuses_a_labelled_article_but_a_plain_delete_is_never_blocked(seeded):
     before = snapshot(seeded)
     with pytest.raises(Rejected, match="seval_article:refund_request is labelled by seval_question:money_back"):
         delete_article(seeded, "refund_request")
-    with pytest.raises(Rejected, match="Cannot delete"):
-        seeded.query("DELETE seval_article:refund_request")
     assert snapshot(seeded) == before
+    seeded.query("DELETE seval_article:refund_request")  # no REFERENCE: a label never blocks a delete
+    with pytest.raises(Rejected, match="seval_question:money_back is labelled with seval_article:refund_request, which no longer exists"):
+        evaluate(seeded, ks=[1])
     delete_article(seeded, "contact_support")  # not labelled: allowed
     assert seeded.value("RETURN record::exists(seval_article:contact_support)") is False
 
@@ -146,7 +147,7 @@ def snapshot_of(store):
     [
         ({"id": "n", "text": "t", "embedding": [1, 0, 0, 0], "relevant": []}, "questions with no labels: n"),
         ({"id": "n", "text": "t", "embedding": [1, 0], "relevant": ["track_order"]}, "'n': embedding has 2 values"),
-        ({"id": "n", "text": "t", "embedding": [1, 0, 0, 0], "relevant": ["gone"]}, "labels to unknown documents: n -> seval_article:gone"),
+        ({"id": "n", "text": "t", "embedding": [1, 0, 0, 0], "relevant": ["gone"]}, "labels to unknown documents: n -> article:gone"),
         ({"id": "n", "text": "t", "embedding": [1, 0, 0, 0]}, "golden.jsonl:2: relevant: Field required (id 'n')"),
         ("{not json", "golden.jsonl:2: not valid JSON"),
     ],

@@ -36,7 +36,7 @@ def test_demo_json_has_the_documented_shape():
     pq = data["per_question"]
     assert len(pq) == 8 * 4 * 3
     assert all(METRIC_KEYS | {"question", "ranked"} <= set(r) for r in pq)
-    assert all(re.fullmatch(r"seval_article:\w+", x) for r in pq for x in r["ranked"])
+    assert all(re.fullmatch(r"article:\w+", x) for r in pq for x in r["ranked"])
     assert all(len(r["ranked"]) <= r["k"] for r in pq)
 
 
@@ -97,7 +97,7 @@ def test_diagnose_shows_labels_beside_each_retriever(tmp_path):
     text = run("diagnose", "money_back", "--k", "5", store=store)
     assert "Request a refund" in text and "bm25" in text and "Track your order" in text
     result = runner.invoke(app, ["--url", f"surrealkv://{store}", "diagnose", "nope"])
-    assert result.exit_code == 2 and "no question seval_question:nope" in result.stderr
+    assert result.exit_code == 2 and "no question question:nope" in result.stderr
 
 
 def test_load_corpus_and_golden_from_jsonl(tmp_path):

@@ -211,7 +211,7 @@ def test_cli_compare_prints_changes_and_broken_questions(tmp_path):
     data = json.loads(result.stdout)
     assert (data["label_a"], data["label_b"]) == ("floor 3", "floor 0")
     (floored,) = [r for r in data["rows"] if r["retriever"] == "hybrid_floor"]
-    assert floored["broken"] == [{"question": "seval_question:money_back", "before": 1.0, "after": 0.0}]
+    assert floored["broken"] == [{"question": "question:money_back", "before": 1.0, "after": 0.0}]
     assert data["changes"] == [{"field": "params.floor", "a": 3.0, "b": 0.0}]
 
     text = cli(store, "compare", "previous", "latest", "--metric", "recall@3").stdout

@@ -41,7 +41,6 @@ from surreal_eval import (
     connect,
     diagnose,
     evaluate,
-    import_seed,
 )
 from surreal_eval.present.cli import app
 from surreal_eval.store.connection import record_str
@@ -51,7 +50,7 @@ from surreal_eval.store.schema import RESERVED_WORDS
 from surreal_eval.load.bulk import load_beir, load_corpus, load_golden
 from surreal_eval.load.readers import read_documents, read_questions
 
-from .conftest import fresh_db, snapshot
+from .conftest import fresh_db, snapshot, seed_own
 
 settings.register_profile(
     "surreal-eval-fuzz",
@@ -632,7 +631,7 @@ def store_copy(templates: dict[str, Path], name: str, root: Path) -> Path:
 
 def seeded_db():
     db = fresh_db()
-    import_seed(db)
+    seed_own(db)
     return db
 
 

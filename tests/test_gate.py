@@ -180,7 +180,7 @@ def test_cli_gate_fails_with_exit_1_and_prints_the_broken_questions(store, tmp_p
     result = cli(store, "gate", "--baseline", "latest", "--metric", "recall@3", "--per-check", "--junit", str(junit))
     assert result.exit_code == 1, result.output
     assert "FAIL" in result.stdout
-    assert all(f"seval_question:{q}" in result.stdout for q in VECTOR_BROKEN)
+    assert all(f"question:{q}" in result.stdout for q in VECTOR_BROKEN)
     assert ET.parse(junit).getroot().get("failures") == "1"
     assert f"wrote JUnit XML to {junit}" in result.stderr
 

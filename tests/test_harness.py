@@ -16,12 +16,12 @@ from surreal_eval.store.schema import HARNESS_SCRIPTS, METRIC_DISPATCH, RESERVED
 from .conftest import fresh_db, snapshot
 
 
-def test_importing_twice_changes_nothing(seeded):
-    evaluate(seeded, ks=[1, 3])
-    before = snapshot(seeded)
-    import_harness(seeded, HarnessConfig(dimension=4))
-    import_seed(seeded)
-    assert snapshot(seeded) == before
+def test_importing_twice_changes_nothing(lesson):
+    evaluate(lesson, ks=[1, 3])
+    before = snapshot(lesson)
+    import_harness(lesson, HarnessConfig(dimension=4))
+    import_seed(lesson)  # the demo again: the lesson's tables, the attach and the golden attach, all as they were
+    assert snapshot(lesson) == before
 
 
 def test_import_records_a_checksum_per_script(db):
@@ -116,6 +116,6 @@ def test_vector_retriever_refuses_k_deeper_than_its_index(seeded):
 
 
 def test_evaluating_an_empty_golden_set_is_a_clear_error(db):
-    with pytest.raises(Exception, match="golden set is empty"):
+    with pytest.raises(Exception, match="golden set seval_question is empty"):
         evaluate(db, ks=[1])
     assert db.value("SELECT * FROM seval_run") == []

@@ -23,7 +23,7 @@ def markup_store(tmp_path):
     cli(store, "init", "--demo")
     db = connect(Settings(url=f"surrealkv://{store}"))
     try:
-        db.query("UPDATE seval_article:refund_request SET title = $t RETURN NONE", {"t": MARKUP})
+        db.query("UPDATE article:refund_request SET title = $t RETURN NONE", {"t": MARKUP})
     finally:
         db.close()
     cli(store, "evaluate", "--k", "1,5", "--label", MARKUP)

@@ -134,7 +134,7 @@ def test_bad_scoring_parameters_are_refused_and_change_nothing(seeded, params, m
 
 def test_watch_and_tune_record_the_scoring_parameters(seeded):
     set_watch(seeded, ks=[3], params={"relevance_level": 2, "ignore_identical_ids": True})
-    assert get_watch(seeded)["params"] == {"relevance_level": 2, "ignore_identical_ids": True}
+    assert get_watch(seeded)["params"] == {"relevance_level": 2, "ignore_identical_ids": True, "golden": "seval_question"}
     from surreal_eval.runs.tune import tune
 
     sweep = lambda level: tune(seeded, param="floor", values=[0.0, 3.0], metric="recall@3", retriever="hybrid_floor",  # noqa: E731

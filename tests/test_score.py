@@ -17,7 +17,7 @@ from surreal_eval.runs.export import export_qrels_trec, export_run_trec
 from surreal_eval.runs.history import history
 from surreal_eval.runs.score import score_file
 
-from .conftest import snapshot
+from .conftest import snapshot, seed_own
 
 runner = CliRunner()
 TOLERANCE = 1e-9
@@ -156,7 +156,7 @@ def test_score_command_records_a_run_and_refuses_with_exit_2(tmp_path):
     bad.write_text("money_back Q0 refund_request 1 2 prod\nmoney_back Q0 ghost 2 1 prod\n")
     refused = runner.invoke(app, [*store, "score", str(bad), "--label", "bad"])
     assert refused.exit_code == 2
-    assert refused.stderr.strip().splitlines() == [f"error: {bad}:2: document 'ghost' is not a record of seval_article; nothing was recorded"]
+    assert refused.stderr.strip().splitlines() == [f"error: {bad}:2: document 'ghost' is not a record of article; nothing was recorded"]
     done = runner.invoke(app, [*store, "score", str(good), "--label", "prod log", "--k", "1", "--json"])
     assert done.exit_code == 0, done.output
     data = json.loads(done.stdout)
@@ -166,7 +166,7 @@ def test_score_command_records_a_run_and_refuses_with_exit_2(tmp_path):
 
 
 def test_an_evaluator_scores_a_file_but_cannot_register_an_endpoint(tmp_path):
-    from surreal_eval import HarnessConfig, Settings, connect, import_harness, import_seed
+    from surreal_eval import HarnessConfig, Settings, connect, import_harness
     from surreal_eval.errors import PermissionDenied
     from surreal_eval.runs.endpoints import Endpoint, add_endpoint
     from surreal_eval.store.access import grant_evaluator
@@ -174,7 +174,7 @@ def test_an_evaluator_scores_a_file_but_cannot_register_an_endpoint(tmp_path):
     url = f"surrealkv://{tmp_path / 'store'}"
     owner = connect(Settings(url=url))
     import_harness(owner, HarnessConfig(dimension=4))
-    import_seed(owner)
+    seed_own(owner)
     grant_evaluator(owner, "ci", "correct horse battery")
     owner.close()
     db = connect(Settings(url=url, access="seval_evaluator", user="ci", password="correct horse battery"))

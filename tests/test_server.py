@@ -18,10 +18,9 @@ from surreal_eval import (
     connect,
     evaluate,
     import_harness,
-    import_seed,
 )
 
-from .conftest import SERVER_URL, needs_server
+from .conftest import SERVER_URL, needs_server, seed_own
 
 pytestmark = needs_server
 
@@ -42,7 +41,7 @@ def test_harness_runs_the_lesson_on_a_server():
     db = connect(settings)
     try:
         import_harness(db, HarnessConfig(dimension=4))
-        import_seed(db)
+        seed_own(db)
         report = evaluate(db, ks=[1, 3, 5])
         recall3 = {r.retriever: r.recall for r in report.results if r.k == 3}
         assert recall3["hybrid_floor"] > max(recall3["bm25"], recall3["vector"], recall3["hybrid"])
@@ -107,7 +106,7 @@ def test_a_connection_dropped_mid_run_fails_in_one_line_and_records_no_run():
     direct = connect(settings)
     try:
         import_harness(direct, HarnessConfig(dimension=4))
-        import_seed(direct)
+        seed_own(direct)
         proxy = DroppingProxy(settings.url)
         scheme = settings.url.split("://", 1)[0]
         proxied = connect(settings.model_copy(update={"url": f"{scheme}://127.0.0.1:{proxy.port}"}))

@@ -19,7 +19,6 @@ from surreal_eval import (
     gate,
     history,
     import_harness,
-    import_seed,
     registry,
     remove_retriever,
     write_report,
@@ -32,7 +31,7 @@ from surreal_eval.runs.watch import set_watch
 from surreal_eval.store.schema import harness_config
 from surreal_eval.store.user_retrievers import function_parameters
 
-from .conftest import snapshot
+from .conftest import snapshot, seed_own
 from .test_attach import table_state
 
 runner = CliRunner()
@@ -188,7 +187,7 @@ def store(tmp_path):
     path = tmp_path / "store"
     db = connect(Settings(url=f"surrealkv://{path}"))
     import_harness(db, HarnessConfig(dimension=4))
-    import_seed(db)
+    seed_own(db)
     db.query(USER_FUNCTIONS)
     add_function_retriever(db, "mine", function="fn::my_bm25")
     db.close()

@@ -273,7 +273,7 @@ class RunReport(BaseModel):
     params: dict[str, Any]
     results: list[MetricRow]
     sweep: list[SweepRow] = []
-    golden: dict[str, Any] | None = None  # {questions, fingerprint}
+    golden: dict[str, Any] | None = None  # {table, questions, fingerprint, dangling: labels whose record is gone}
     corpus: dict[str, Any] | None = None  # {table, documents, fingerprint}
     harness: str | None = None  # checksum of the SurrealQL that produced the run
     git_commit: str | None = None

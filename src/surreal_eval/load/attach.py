@@ -7,10 +7,12 @@ HNSW index on the embedding field (the vector list), both read from `INFO FOR TA
 retrievers' branches for the table are then rendered into surql/attached.surql's functions.
 
 Without such an index the attach is refused, unless `index=True`, which defines a harness-owned one
-(named `harness_<table>_<field>`, recorded in seval_object): the only change an attach can make
+(named `seval_<table>_<field>`, recorded in seval_object): the only change an attach can make
 to the table, and only when asked. Golden-set labels may then name the table's records
-(load_golden(label_table=...)); a labelled record cannot be deleted (the label's REFERENCE, held on
-the question's side), and a run refuses labels that no longer exist.
+(load_golden(label_table=...)), and, when `doc` names each record's document, records of the tables
+those documents are in (the parents, found by reading the doc field; nothing is defined on them).
+A labelled record can always be deleted by the application: a run then names the label that is gone.
+Fields may be paths into nested objects (`metadata.title`).
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from ..store.analyzers import DEFAULT_ANALYZER, check_analyzer, record_analyzers
 from ..store.connection import Database
 from ..store.journal import STAGING_PREFIX, UNDO_PREFIX
 from ..store.ownership import record_owned, refuse_conflicts
-from ..store.schema import DOCUMENTS, apply, attached_script, attached_tables, identifier, render, require_config
+from ..store.schema import DOCUMENTS, apply, attached_script, attached_tables, field_path, FieldPath, identifier, record_attached_script, render, require_config
 
 __all__ = ["AttachReport", "attach_table", "harness_index_name"]
 
@@ -50,11 +52,16 @@ class AttachReport(BaseModel):
     #: indexes this attach defined (only with index=True), harness-owned
     defined: list[str] = []
     records: int
+    #: records whose content field holds no text (never found by BM25), and with --embedding, records with no vector
+    missing_content: int = 0
+    missing_embedding: int = 0
+    #: the tables the doc field's records are in: labels may name their records
+    parents: list[str] = []
 
 
 def harness_index_name(table: str, field: str) -> str:
     """The name of a harness-owned index on `field` of attached table `table`."""
-    return identifier(f"seval_{table}_{field}", what="index name")
+    return identifier(f"seval_{table}_{field.replace('.', '_')}", what="index name")
 
 
 def _own_index(indexes: dict[str, str], pattern: re.Pattern[str], field: str) -> tuple[str, int | None] | None:
@@ -102,15 +109,19 @@ def attach_table(
     config = require_config(db)
     chosen = DEFAULT_ANALYZER if analyzer is None else check_analyzer(db, analyzer)
     table = identifier(table, what="table")
-    fields = {"content": identifier(content, what="--content field"),
-              "embedding": embedding and identifier(embedding, what="--embedding field"),
-              "title": title and identifier(title, what="--title field"), "doc": doc and identifier(doc, what="--doc field")}
+    fields = {"content": str(field_path(content, what="--content field")),
+              "embedding": embedding and str(field_path(embedding, what="--embedding field")),
+              "title": title and str(field_path(title, what="--title field")), "doc": doc and str(field_path(doc, what="--doc field"))}
     _check_table(db, table)
     indexes = db.value("INFO FOR TABLE $t", {"t": table})["indexes"]
-    records = db.value("RETURN count(SELECT id FROM type::table($t))", {"t": table})
-    if records and not db.value("RETURN count(SELECT id FROM type::table($t) WHERE type::is_string(type::field($f)) LIMIT 1)",
-                                {"t": table, "f": fields["content"]}):
-        raise InputError(f"table {table} has no record with a text field {fields['content']}: check --content")
+    counts = _counts(db, table, fields)
+    records = counts["records"]
+    if records and counts["content"] == records:
+        raise InputError(f"table {table} has no record with text in field {fields['content']}: check --content")
+    if records and fields["embedding"] and counts["embedding"] == records:
+        raise InputError(f"table {table} has no record with a vector in field {fields['embedding']}: check --embedding, "
+                         f"or attach without it (BM25 only)")
+    parents = _parents(db, table, fields["doc"]) if fields["doc"] else []
 
     found: dict[str, str] = {}
     defining: list[str] = []
@@ -140,20 +151,40 @@ def attach_table(
             raise InputError(f"table {table} has no {flag} index on {field}: give --index to define a harness-owned "
                              f"one ({name}), or define your own and attach again")
         found[role] = name
-        defining.append(render(_INDEX_STATEMENTS[role], {"index": name, "table": table, "field": field,
+        defining.append(render(_INDEX_STATEMENTS[role], {"index": name, "table": table, "field": FieldPath(field),
                                                          "dimension": config.dimension, "analyzer": chosen}, source="attach"))
         owned.append(("index", f"{table}.{name}"))
     refuse_conflicts(db, owned, action=f"attaching {table}")
 
-    row = {**fields, "attached": True, "bm25_index": found["content"], "vector_index": found.get("embedding")}
+    row = {**fields, "attached": True, "bm25_index": found["content"], "vector_index": found.get("embedding"), "parents": parents}
     rows = [r for r in attached_tables(db) if r["table"] != table] + [{**row, "table": table}]
     script = attached_script(sorted(rows, key=lambda r: r["table"]), config)
     apply(db, "\n".join(defining) + "\nUPSERT type::record('seval_corpus', $table) CONTENT $row RETURN NONE;\n" + script,
           {"table": table, "row": row})
+    record_attached_script(db, script)
     if owned:
         record_owned(db, owned)
     record_analyzers(db)
     # its lists kept for reuse are of the table as it was attached before (a new graph if indexed now)
     db.value("RETURN fn::seval::prune_candidate_cache($rebuilt)", {"rebuilt": [table] if defining else []})
-    return AttachReport(table=table, **fields, bm25_index=found["content"],
-                        vector_index=found.get("embedding"), defined=[n.split(".", 1)[1] for _, n in owned], records=records)
+    return AttachReport(table=table, **fields, bm25_index=found["content"], vector_index=found.get("embedding"),
+                        defined=[n.split(".", 1)[1] for _, n in owned], records=records, missing_content=counts["content"],
+                        missing_embedding=counts["embedding"] if fields["embedding"] else 0, parents=parents)
+
+
+def _counts(db: Database, table: str, fields: dict[str, str | None]) -> dict[str, int]:
+    """How many records `table` has, how many hold no text in the content field, and how many no vector in
+    the embedding field (0 without one), each read once."""
+    return db.value(
+        "LET $rows = SELECT type::is_string(type::field($c)) AND string::len(type::field($c)) > 0 AS text, "
+        "(IF $e { type::is_array(type::field($e)) AND array::len(type::field($e)) > 0 } ELSE { true }) AS vector "
+        "FROM type::table($t); "
+        "RETURN { records: array::len($rows), content: array::len($rows[WHERE !text]), embedding: array::len($rows[WHERE !vector]) }",
+        {"t": table, "c": fields["content"], "e": fields["embedding"]})
+
+
+def _parents(db: Database, table: str, doc: str) -> list[str]:
+    """The tables the records field `doc` of `table` names are in (the documents its records belong to), but itself."""
+    found = db.value("RETURN array::distinct(SELECT VALUE record::tb(type::field($f)) FROM type::table($t) "
+                     "WHERE type::is_record(type::field($f)))", {"t": table, "f": doc})
+    return sorted(t for t in found if t != table)

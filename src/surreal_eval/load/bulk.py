@@ -47,7 +47,7 @@ from ..models import Article, Question
 from ..store.analyzers import table_analyzer
 from ..store.connection import Database, record_str
 from ..store.journal import STAGING_PREFIX, STALE_LOAD, UNDO_PREFIX, recover_loads, remove_staging, staging_tables
-from ..store.schema import DOCUMENTS, HARNESS_SCRIPTS, corpus_tables, harness_table, identifier, record_article_indexes, surql_dir
+from ..store.schema import DOCUMENTS, HARNESS_SCRIPTS, corpus_tables, harness_config, harness_table, identifier, record_article_indexes, surql_dir
 from .duplicates import OnDuplicate
 from .embedding import Embedder
 from .move import Move, move_all
@@ -140,11 +140,11 @@ def _not_another_table(db: Database, table: str) -> None:
 
 
 def _label_table(db: Database, table: str) -> None:
-    """Refuse a label table that is neither seval_article nor an attached table."""
+    """Refuse a label table that is none of fn::seval::label_tables (seval_article, an attached table, the table its records belong to)."""
     identifier(table, what="label table")
-    if table != DOCUMENTS and not db.value("RETURN type::record('seval_corpus', $t).attached ?? false", {"t": table}):
-        raise ConfigError(f"labels can name records of seval_article or of an attached table, not {table}: "
-                          f"run `surreal-eval attach {table} --content FIELD` first")
+    if table != DOCUMENTS and table not in db.value("RETURN fn::seval::label_tables()"):
+        raise ConfigError(f"labels can name records of seval_article, of an attached table or of the table its records belong to "
+                          f"(attach --doc), not {table}: run `surreal-eval attach {table} --content FIELD` first")
 
 
 def _run(load: Load, body: Callable[[], Any]) -> Any:
@@ -230,10 +230,11 @@ def load_golden(
     progress: Progress | None = None,
     create_harness: bool = False,
     on_duplicate: OnDuplicate = "refuse",
-    label_table: str = DOCUMENTS,
+    label_table: str | None = None,
 ) -> LoadReport:
     """Load golden-set questions (upsert by id), all or none; bare label ids name records of
-    `label_table` (article, or a table attached with attach_table).
+    `label_table` (seval_article, a table attached with attach_table, or the table its records belong
+    to; None: the corpus a run searches by default, fn::seval::default_corpus).
 
     Refused together, in one message: duplicate ids, labels naming documents that do not exist,
     questions with no labels, questions with no embedding (when no embedder is given). Refused at
@@ -245,6 +246,8 @@ def load_golden(
                 on_duplicate=on_duplicate)
     staging = STAGING_PREFIX + QUESTIONS
     problems = Problems("golden set")
+    if label_table is None:
+        label_table = db.value("RETURN fn::seval::default_corpus()") if harness_config(db) else DOCUMENTS
     _label_table(db, label_table)
 
     def body() -> LoadReport:

@@ -36,9 +36,9 @@ def add_questions(db: Database, questions: Iterable[Question]) -> int:
 def delete_article(db: Database, article: str | RecordID) -> None:
     """Delete one article; refused while a question labels it."""
     rid = to_record(article, "seval_article")
-    referrers = db.value("RETURN IF record::exists($a) { $a<~seval_question } ELSE { NONE }", {"a": rid})
-    if referrers is None:
+    if not db.value("RETURN record::exists($a)", {"a": rid}):
         raise NotFound(f"no article {record_str(rid)}")
+    referrers = db.value("SELECT VALUE id FROM seval_question WHERE $a IN relevant", {"a": rid})
     if referrers:
         names = ", ".join(record_str(q) for q in referrers)
         raise Rejected(f"{record_str(rid)} is labelled by {names}: remove those labels before deleting it")

@@ -149,3 +149,9 @@ JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON instead of tab
 AnalyzerOpt = Annotated[Optional[str], typer.Option(
     "--analyzer", help=f"Analyzer of the BM25 index: seval_english, seval_english_stop (stopwords removed) or one you defined"
                        f" (default: the index's own, {DEFAULT_ANALYZER} for a new one).")]
+GoldenOpt = Annotated[Optional[str], typer.Option(
+    "--golden", help="The golden set: seval_question (loaded from files) or a table attached with `golden attach` "
+                     "(default: the one holding questions).")]
+DanglingOpt = Annotated[Optional[str], typer.Option(
+    "--dangling-labels", help="A label whose record is gone: stop (the default: the run is refused, naming it) or miss "
+                              "(count it as a miss; the run records how many).")]

@@ -12,13 +12,13 @@ from typing import NoReturn, Sequence
 import typer
 from typer._click import ClickException  # typer vendors click: its usage errors are these
 
-from . import commands_analysis, commands_load, commands_retrievers, commands_runs, commands_supplied  # noqa: F401 - registering is importing
+from . import commands_analysis, commands_golden, commands_load, commands_retrievers, commands_runs, commands_supplied  # noqa: F401 - registering is importing
 from ..errors import SurrealEvalError
 from .app import app, err
 
 __all__ = ["app", "main", "run_cli", "EXIT_CODES"]
 
-#: The order `surreal-eval --help` lists the commands in (the groups, load, export, retriever and endpoint, follow).
+#: The order `surreal-eval --help` lists the commands in (the groups, load, golden, export, retriever and endpoint, follow).
 ORDER = ("demo", "init", "evaluate", "score", "history", "retrievers", "diagnose", "chunk", "attach", "watch", "split", "tune", "grant",
          "compare", "gate", "report", "slices")
 app.registered_commands.sort(key=lambda info: ORDER.index(info.callback.__name__))

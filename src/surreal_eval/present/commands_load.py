@@ -131,7 +131,7 @@ def load_golden(
     embedder: EmbedderOpt = None,
     batch_size: BatchOpt = DEFAULT_BATCH_SIZE,
     on_duplicate: DuplicateOpt = OnDuplicate.refuse,
-    corpus: Annotated[str, typer.Option("--corpus", help="The table bare label ids name: seval_article or an attached table.")] = "seval_article",
+    corpus: Annotated[Optional[str], typer.Option("--corpus", help="The table bare label ids name: seval_article, an attached table or the table its records belong to (default: the corpus holding records).")] = None,
 ) -> None:
     """Load golden-set questions (all or none, upsert by id); their labels must name stored records."""
     from ..load.bulk import load_golden as ingest_golden
@@ -218,5 +218,11 @@ def attach(
     if report.embedding:
         used.append(f"{report.embedding} through index {report.vector_index}")
     plain(out, f"attached {report.table} ({report.records} records) in place: {' and '.join(used)}")
+    lacking = [f"{n} without text in {report.content} (BM25 never finds them)" for n in [report.missing_content] if n]
+    lacking += [f"{n} without a vector in {report.embedding} (vector search never finds them)" for n in [report.missing_embedding] if n]
+    if lacking:
+        plain(out, f"of its {report.records} records, {' and '.join(lacking)}")
+    if report.parents:
+        plain(out, f"labels may also name records of {', '.join(report.parents)} (the documents its {report.doc} field names)")
     if report.defined:
         plain(out, f"defined harness-owned indexes on {report.table}: {', '.join(report.defined)}")

@@ -12,7 +12,7 @@ from ..grammar import check_number, parse_ks, parse_metric, parse_weights
 
 if TYPE_CHECKING:
     from ..store.connection import Database
-from .app import AnalyzerOpt, JsonOpt, app, checked, err, export_app, fail, out, plain, state, table_name, with_db
+from .app import AnalyzerOpt, DanglingOpt, GoldenOpt, JsonOpt, app, checked, err, export_app, fail, out, plain, state, table_name, with_db
 from .progress import Progress
 
 
@@ -54,7 +54,8 @@ def init(
 ) -> None:
     """Import the harness's SurrealQL into the database (again is harmless); undo a killed load."""
     from ..load.bulk import STALE_LOAD, recover_loads
-    from ..store.schema import DEMO_DIMENSION, checked_config, harness_config, import_harness, import_seed
+    from ..load.lesson import import_seed
+    from ..store.schema import DEMO_DIMENSION, checked_config, harness_config, import_harness
 
     undone: list[str] = []
 
@@ -99,6 +100,8 @@ def evaluate(
     rerank_depth: Annotated[int, typer.Option(help="N: how many of each retriever's results the reranker reorders.")] = 20,
     rerank_api: Annotated[str, typer.Option(help="The /rerank endpoint's shape: cohere (also OpenAI-style, Jina, vLLM) or tei.")] = "cohere",
     rerank_model: Annotated[Optional[str], typer.Option(help="Model name sent to a cohere-style reranker.")] = None,
+    golden: GoldenOpt = None,
+    dangling_labels: DanglingOpt = None,
     fresh: FreshOpt = False,
     as_json: JsonOpt = False,
 ) -> None:
@@ -110,6 +113,7 @@ def evaluate(
     ks = checked(lambda: parse_ks(k))
     params = {"corpus": table_name(corpus, "--corpus table"), "floor": floor, "rrf_k": rrf_k, "depth": depth, "norm": norm,
               "split": split, "ann_check": True if ann_check else None, **_scoring(relevance_level, ignore_identical_ids),
+              **_golden(golden, dangling_labels),
               "weights": checked(lambda: parse_weights(weights)) if weights else None}
     bar = Progress()  # the same display as loads: stderr, on a terminal, after the first second
     try:
@@ -128,6 +132,11 @@ def evaluate(
 def _scoring(relevance_level: int | None, ignore_identical_ids: bool) -> dict:
     """The scoring parameters given on the command line (None: the run's default)."""
     return {"relevance_level": relevance_level, "ignore_identical_ids": True if ignore_identical_ids else None}
+
+
+def _golden(golden: str | None, dangling_labels: str | None = None) -> dict:
+    """The golden set and the rule for labels whose record is gone, given on the command line (None: the default)."""
+    return {"golden": table_name(golden, "--golden table"), "dangling_labels": dangling_labels}
 
 
 @app.command()
@@ -172,6 +181,7 @@ def diagnose(
     corpus: Annotated[Optional[str], typer.Option(help="Corpus table.")] = None,
     floor: FloorOpt = None,
     retriever: RetrieversOpt = None,
+    golden: GoldenOpt = None,
 ) -> None:
     """Show a question's labelled articles beside each retriever's top k, with scores."""
     from ..runs.diagnose import diagnose as diagnose_question
@@ -179,7 +189,7 @@ def diagnose(
 
     corpus = table_name(corpus, "--corpus table")
     found = with_db(lambda db: diagnose_question(db, question, k=k, retrievers=retriever,
-                                                        params={"corpus": corpus, "floor": floor}))
+                                                        params={"corpus": corpus, "floor": floor, **_golden(golden)}))
     display.show_diagnosis(out, found)
 
 
@@ -236,12 +246,13 @@ def export_run(
 @export_app.command("qrels")
 def export_qrels(
     run: Annotated[Optional[str], typer.Option(help="The labels a run scored against (resolved quote labels included); default: the golden set.")] = None,
+    golden: GoldenOpt = None,
     output: OutputOpt = None,
 ) -> None:
     """Write the golden set's labels as TREC qrels: qid 0 docid grade."""
     from ..runs.export import export_qrels_trec
 
-    count = with_db(lambda db: _write_lines(export_qrels_trec(db, run=run), output))
+    count = with_db(lambda db: _write_lines(export_qrels_trec(db, run=run, golden=_golden(golden)["golden"]), output))
     if output is not None:
         plain(err, f"wrote {count} lines to {output}")
 
@@ -254,6 +265,8 @@ def watch(
     rrf_k: RrfOpt = None,
     relevance_level: LevelOpt = None,
     ignore_identical_ids: IdenticalOpt = False,
+    golden: GoldenOpt = None,
+    dangling_labels: DanglingOpt = None,
     off: Annotated[bool, typer.Option("--off", help="Stop evaluating after ingests.")] = False,
 ) -> None:
     """Evaluate inside the database after every ingest (each `load corpus` records a run by itself)."""
@@ -265,7 +278,8 @@ def watch(
         return
     ks = checked(lambda: parse_ks(k))
     with_db(lambda db: set_watch(db, ks=ks, retrievers=retriever, params={"floor": floor, "rrf_k": rrf_k,
-                                                                         **_scoring(relevance_level, ignore_identical_ids)}))
+                                                                         **_scoring(relevance_level, ignore_identical_ids),
+                                                                         **_golden(golden, dangling_labels)}))
     plain(out, f"every ingest now records a run at k = {', '.join(map(str, ks))}")
 
 
@@ -273,12 +287,13 @@ def watch(
 def split(
     dev: Annotated[float, typer.Option(help="Share of questions for the dev (tuning) split; the rest is test.")] = 0.5,
     seed: Annotated[int, typer.Option(help="Seed of the stable hash that assigns each question.")] = 0,
+    golden: GoldenOpt = None,
 ) -> None:
     """Assign every question to the dev or test split (stable: a hash of its id and the seed)."""
     from ..runs.tune import assign_splits
 
     checked(lambda: (check_number("dev", dev), check_number("seed", seed)))
-    sizes = with_db(lambda db: assign_splits(db, dev_fraction=dev, seed=seed))
+    sizes = with_db(lambda db: assign_splits(db, dev_fraction=dev, seed=seed, golden=_golden(golden)["golden"]))
     plain(out, f"dev {sizes['dev']} questions, test {sizes['test']} questions")
 
 
@@ -292,6 +307,8 @@ def tune(
     force: Annotated[bool, typer.Option("--force", help="Tune and report on the same questions when there is no dev/test split (marked in history).")] = False,
     relevance_level: LevelOpt = None,
     ignore_identical_ids: IdenticalOpt = False,
+    golden: GoldenOpt = None,
+    dangling_labels: DanglingOpt = None,
     fresh: FreshOpt = False,
     as_json: JsonOpt = False,
 ) -> None:
@@ -303,7 +320,7 @@ def tune(
     candidates = None if values is None and param == "floor" else checked(lambda: parse_values(param, values or ""))
     corpus = table_name(corpus, "--corpus table")
     result = with_db(lambda db: run_tune(db, param=param, values=candidates, metric=metric, retriever=retriever,
-                                          params={"corpus": corpus, **_scoring(relevance_level, ignore_identical_ids)},
+                                          params={"corpus": corpus, **_scoring(relevance_level, ignore_identical_ids), **_golden(golden, dangling_labels)},
                                           force=force, fresh=fresh))
     if as_json:
         out.print_json(result.model_dump_json())

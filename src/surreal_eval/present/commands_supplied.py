@@ -8,7 +8,7 @@ from typing import Annotated, Optional
 import typer
 
 from ..grammar import parse_ks
-from .app import JsonOpt, app, checked, err, out, plain, table_name, with_db
+from .app import DanglingOpt, GoldenOpt, JsonOpt, app, checked, err, out, plain, table_name, with_db
 
 
 @app.command()
@@ -16,10 +16,12 @@ def score(
     file: Annotated[Path, typer.Argument(help="A TREC run file (qid Q0 docid rank score tag) or JSONL ({question, ranked}).")],
     label: Annotated[Optional[str], typer.Option(help="A label for this run in history (default: scored from FILE).")] = None,
     name: Annotated[Optional[str], typer.Option(help="Retriever name: renames a TREC file's one tag; names JSONL rankings that give no retriever (default: supplied).")] = None,
-    corpus: Annotated[Optional[str], typer.Option(help="Corpus table whose records the document ids name (default: article).")] = None,
+    corpus: Annotated[Optional[str], typer.Option(help="Corpus table whose records the document ids name (default: the one holding records).")] = None,
     fmt: Annotated[str, typer.Option("--format", help="auto (a first line starting with { is JSONL), trec or jsonl.")] = "auto",
     k: Annotated[str, typer.Option("--k", help="Cutoffs, comma-separated.")] = "1,3,5,10",
     per_question: Annotated[bool, typer.Option("--per-question", help="Include every question's result.")] = False,
+    golden: GoldenOpt = None,
+    dangling_labels: DanglingOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Record rankings made elsewhere as a run in history, scored like the database's own retrievers."""
@@ -29,7 +31,8 @@ def score(
     ks = checked(lambda: parse_ks(k))
     table = table_name(corpus, "--corpus table")
     report = with_db(lambda db: score_file(db, file, ks=ks, label=label, corpus=table, format=fmt, name=name,
-                                           per_question=per_question))
+                                           per_question=per_question, golden=table_name(golden, "--golden table"),
+                                           dangling_labels=dangling_labels))
     if as_json:
         out.print_json(report.model_dump_json(exclude={"per_question"} if not per_question else None))
         return

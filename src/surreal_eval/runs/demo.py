@@ -1,10 +1,12 @@
-"""The lesson's demo: the seed in a throwaway in-memory store, evaluated at k = 1, 3, 5."""
+"""The lesson's demo: the lesson reader's database in a throwaway in-memory store, the harness beside it
+(its article attached as a corpus, its question table as a golden set), evaluated at k = 1, 3, 5."""
 
 from __future__ import annotations
 
 from ..store.opening import connected
 from .evaluate import evaluate
-from ..store.schema import DEMO_DIMENSION, HarnessConfig, import_harness, import_seed
+from ..load.lesson import import_seed
+from ..store.schema import DEMO_DIMENSION, HarnessConfig, import_harness
 from ..models import RunReport
 from ..store.settings import Settings
 
@@ -14,7 +16,7 @@ DEMO_KS = [1, 3, 5]
 
 
 def run_demo(*, settings: Settings | None = None) -> RunReport:
-    """Import the harness and seed into `settings` (default mem://), evaluate, return the full report."""
+    """Build the demo's database in `settings` (default mem://), import the harness, evaluate, return the full report."""
     settings = settings or Settings(url="mem://")
     with connected(settings) as db:
         import_harness(db, HarnessConfig(dimension=DEMO_DIMENSION))

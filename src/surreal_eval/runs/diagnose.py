@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..store.connection import Database, record_str, to_record
+from ..store.connection import Database, record_str
+from ..store.golden import golden_set, question_id
 from ..errors import NotFound
 from ..grammar import check_number, check_params
 from ..store.registry import resolve_retrievers
@@ -23,11 +24,12 @@ def diagnose(
     """What each retriever returns for `question` at depth `k`, with titles, scores and labels marked."""
     check_number("k", k, option="--k")
     given = check_params({key: v for key, v in (params or {}).items() if v is not None})
-    rid = to_record(question, "seval_question")
-    if not db.value("RETURN record::exists($q)", {"q": rid}):
-        raise NotFound(f"no question {record_str(rid)} in the golden set")
+    golden = golden_set(db, given.get("golden"))
+    rid = question_id(question, golden)
     found = db.value("RETURN fn::seval::diagnose_question($question, $k, $names, $given)",
-                     {"question": rid, "k": k, "names": resolve_retrievers(db, retrievers), "given": given})
+                     {"question": rid, "k": k, "names": resolve_retrievers(db, retrievers), "given": {**given, "golden": golden.name}})
+    if found is None:
+        raise NotFound(f"no question {record_str(rid)} in the golden set {golden.name}")
     relevant = {record_str(r) for r in found["question"]["relevant"]}
     return Diagnosis(
         question=record_str(found["question"]["id"]),

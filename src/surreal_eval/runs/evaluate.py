@@ -10,6 +10,7 @@ from typing import Any, Callable
 
 from ..errors import EngineCheckFailed
 from ..store.connection import Database
+from ..store.golden import golden_rows, golden_set
 from ..grammar import check_number, check_params
 from ..store.registry import resolve_retrievers
 from ..models import RunReport
@@ -126,8 +127,7 @@ def evaluate(
 def _from_endpoints(db: Database, names: list[str], ks: list[int], given: dict[str, Any]) -> Supplied:
     """The rankings of endpoints `names` for the run's questions, at its depth, on its corpus."""
     corpus = check_corpus(db, given.get("corpus"))
-    questions = db.value("SELECT id, text FROM seval_question WHERE $split = NONE OR split = $split ORDER BY id",
-                         {"split": given.get("split")})
+    questions = golden_rows(db, golden_set(db, given.get("golden")), split=given.get("split"))
     depth = max(given.get("depth") or 0, *ks)
     return Supplied(endpoint_rankings(db, names, questions=questions, k=depth, corpus=corpus),
                     {"endpoints": {name: db.value("SELECT VALUE url FROM ONLY type::record('seval_endpoint', $n)",

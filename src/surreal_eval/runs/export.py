@@ -7,6 +7,7 @@ from typing import Iterator
 from surrealdb import RecordID
 
 from ..store.connection import Database, record_str
+from ..store.golden import golden_set
 from ..errors import InputError
 from .record import resolve_run
 
@@ -45,10 +46,11 @@ def export_run_trec(
             yield f"{qid} Q0 {_trec_id(doc)} {rank} {score} {row['retriever']}"
 
 
-def export_qrels_trec(db: Database, *, run: str | RecordID | None = None) -> Iterator[str]:
-    """Lines `qid 0 docid grade`: the golden set's labels, or with `run` the labels that run scored."""
+def export_qrels_trec(db: Database, *, run: str | RecordID | None = None, golden: str | None = None) -> Iterator[str]:
+    """Lines `qid 0 docid grade`: the labels of golden set `golden` (else the default one), or with `run`
+    the labels that run scored."""
     if run is None:
-        rows = db.value("RETURN fn::seval::golden_labels()")
+        rows = db.value("RETURN fn::seval::golden_labels($g)", {"g": golden_set(db, golden).model_dump()})
     else:
         rows = db.value("RETURN fn::seval::run_labels($run)", {"run": _require_run(db, run)})
         rows.sort(key=lambda r: record_str(r["question"]))

@@ -18,6 +18,7 @@ from surrealdb import RecordID
 from ..errors import ConfigError, EndpointFailed
 from ..grammar import check_number
 from ..store.connection import Database, record_str
+from ..store.golden import golden_rows, golden_set
 from .http_calls import Call, Service, call_all
 from .supplied import Hit, Supplied
 
@@ -120,8 +121,7 @@ def rerank_stage(db: Database, rerank: Rerank, *, names: list[str], supplied: Su
     given = {**given, "depth": max(given.get("depth") or 0, rerank.depth)}
     p = db.value("RETURN fn::seval::run_params($ks, $given)",
                  {"ks": ks, "given": {k: v for k, v in given.items() if k not in ("git_commit", "trigger", "tuning")}})
-    questions = db.value("SELECT id, text FROM seval_question WHERE $split = NONE OR split = $split ORDER BY id",
-                         {"split": given.get("split")})
+    questions = golden_rows(db, golden_set(db, p["golden"]), split=given.get("split"))
     texts = {record_str(q["id"]): q["text"] for q in questions}
     stages = _first_stage(db, names, p, [q["id"] for q in questions])
     lists: list[tuple[str, str, list[Hit]]] = []  # (retriever, question, top N with texts)

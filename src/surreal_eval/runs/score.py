@@ -17,25 +17,28 @@ from ..errors import InputError
 from ..load.run_files import Ranked, RunFileFormat, read_run_file
 from ..models import RunReport
 from ..store.connection import Database, record_str, to_record
+from ..store.golden import GoldenSet, golden_rows, golden_set, question_id
 from .evaluate import evaluate
 from .supplied import Hit, Supplied, check_corpus, missing_records
 
 __all__ = ["score_file", "records_of"]
 
 
-def records_of(db: Database, rankings: list[Ranked], *, corpus: str, source: str) -> dict[str, dict[str, list[Hit]]]:
+def records_of(db: Database, rankings: list[Ranked], *, corpus: str, source: str,
+               golden: GoldenSet | None = None) -> dict[str, dict[str, list[Hit]]]:
     """`rankings` as Supplied rankings (records of `corpus`, by retriever and question), each question
-    checked to be in the golden set and each document in `corpus`: the first unknown is refused with
-    its line, and how many others there are."""
+    checked to be in the golden set (`golden`, else the default one) and each document in `corpus`:
+    the first unknown is refused with its line, and how many others there are."""
+    golden = golden or golden_set(db)
     sweeps = set(db.value("SELECT VALUE sweep FROM seval_retriever WHERE sweep != NONE"))
     clash = next((r for r in rankings if r.retriever in sweeps), None)
     if clash:
         raise InputError(f"retriever name {clash.retriever!r} is the name of a floor sweep: rename it (--name)",
                          source=source, line=clash.line)
-    golden = {record_str(q) for q in db.value("SELECT VALUE id FROM seval_question")}
-    unknown = [r for r in rankings if record_str(to_record(r.question, "seval_question")) not in golden]
+    known = {record_str(q["id"]) for q in golden_rows(db, golden)}
+    unknown = [r for r in rankings if record_str(question_id(r.question, golden)) not in known]
     if unknown:
-        raise InputError(f"question {unknown[0].question!r} is not in the golden set"
+        raise InputError(f"question {unknown[0].question!r} is not in the golden set {golden.name}"
                          + (f" ({len(unknown) - 1} more rankings name unknown questions)" if len(unknown) > 1 else "")
                          + "; nothing was recorded", source=source, line=unknown[0].line)
     docs = {doc: to_record(doc, corpus) for r in rankings for doc in r.ids}
@@ -47,14 +50,14 @@ def records_of(db: Database, rankings: list[Ranked], *, corpus: str, source: str
                          + "; nothing was recorded", source=source, line=line)
     out: dict[str, dict[str, list[Hit]]] = {}
     for r in rankings:
-        out.setdefault(r.retriever, {})[record_str(to_record(r.question, "seval_question"))] = [
+        out.setdefault(r.retriever, {})[record_str(question_id(r.question, golden))] = [
             {"id": docs[d], "score": s} for d, s in zip(r.ids, r.scores)]
     return out
 
 
-def absent_counts(db: Database, rankings: dict[str, dict[str, Any]]) -> dict[str, int]:
-    """How many golden questions each retriever of `rankings` ranks nothing for."""
-    total = db.value("RETURN count(SELECT id FROM seval_question)")
+def absent_counts(db: Database, rankings: dict[str, dict[str, Any]], golden: GoldenSet) -> dict[str, int]:
+    """How many questions of `golden` each retriever of `rankings` ranks nothing for."""
+    total = len(golden_rows(db, golden))
     return {name: total - len(by_question) for name, by_question in rankings.items()}
 
 
@@ -68,13 +71,17 @@ def score_file(
     format: RunFileFormat = "auto",
     name: str | None = None,
     per_question: bool = False,
+    golden: str | None = None,
+    dangling_labels: str | None = None,
 ) -> RunReport:
-    """Record the rankings of run file `path` as a run (every metric at every k of `ks`), return its report."""
+    """Record the rankings of run file `path` as a run (every metric at every k of `ks`) of the questions
+    of golden set `golden` (else the default one), return its report."""
     fmt, rankings = read_run_file(path, format=format, name=name)
     if not rankings:
         raise InputError("the run file ranks nothing", source=str(path))
     table = check_corpus(db, corpus)
-    supplied = records_of(db, rankings, corpus=table, source=str(path))
-    record = {"source": path.name, "format": fmt, "absent": absent_counts(db, supplied)}
-    return evaluate(db, ks=ks, label=label or f"scored from {path.name}", params={"corpus": table},
+    chosen = golden_set(db, golden)
+    supplied = records_of(db, rankings, corpus=table, source=str(path), golden=chosen)
+    record = {"source": path.name, "format": fmt, "absent": absent_counts(db, supplied, chosen)}
+    return evaluate(db, ks=ks, label=label or f"scored from {path.name}", params={"corpus": table, "golden": chosen.name, "dangling_labels": dangling_labels},
                     per_question=per_question, trigger="score", supplied=Supplied(supplied, record))

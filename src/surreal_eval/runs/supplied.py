@@ -14,7 +14,7 @@ from surrealdb import RecordID
 
 from ..errors import InputError
 from ..store.connection import Database, record_str
-from ..store.schema import DOCUMENTS, corpus_tables
+from ..store.schema import corpus_tables
 
 __all__ = ["Supplied", "Hit", "check_corpus", "missing_records"]
 
@@ -53,8 +53,8 @@ def missing_records(db: Database, ids: list[RecordID]) -> set[str]:
 
 
 def check_corpus(db: Database, corpus: str | None) -> str:
-    """The corpus table a supplied ranking names records of (default article), refused unless it is one."""
-    table = corpus or DOCUMENTS
+    """The corpus table a supplied ranking names records of (default: fn::seval::default_corpus), refused unless it is one."""
+    table = corpus or db.value("RETURN fn::seval::default_corpus()")
     known = corpus_tables(db)
     if table not in known:
         raise InputError(f"--corpus {table!r} is not a corpus table: known tables are {', '.join(known) or 'none'}")

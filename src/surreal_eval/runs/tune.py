@@ -8,6 +8,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from ..store.connection import Database, RecordID, record_str
+from ..store.golden import golden_rows, golden_set
 from ..errors import ConfigError, Rejected
 from .evaluate import evaluate
 from ..store.schema import define_vector_ef, harness_config
@@ -44,26 +45,26 @@ class TuneResult(BaseModel):
     report: RunReport | None
 
 
-def assign_splits(db: Database, *, dev_fraction: float = 0.5, seed: int = 0) -> dict[str, int]:
+def assign_splits(db: Database, *, dev_fraction: float = 0.5, seed: int = 0, golden: str | None = None) -> dict[str, int]:
     """Put each question in 'dev' or 'test' by a hash of its key and `seed` (stable, no state).
 
     The key is hashed as `question:<key>`, as releases before the seval_ prefix hashed the id, so a
-    question keeps the split it was given then, and one of an attached golden set gets the same."""
+    question keeps the split it was given then, and one of an attached golden set gets the same. The
+    golden set is `golden`, else the default one; an attached set's splits are kept on the harness's side."""
     if not 0 < dev_fraction < 1:
         raise ConfigError(f"--dev must be a fraction between 0 and 1, got {dev_fraction}")
-    ids = db.value("SELECT VALUE id FROM seval_question ORDER BY id")
+    chosen = golden_set(db, golden)
+    ids = [row["id"] for row in golden_rows(db, chosen)]
     if not ids:
-        raise ConfigError("the golden set is empty: load questions before assigning splits")
+        raise ConfigError(f"the golden set {chosen.name} is empty: load or attach questions before assigning splits")
 
     def bucket(qid: object) -> str:
         digest = hashlib.sha256(f"{seed}:{record_str(RecordID('question', qid.id))}".encode()).digest()
         return "dev" if int.from_bytes(digest[:8], "big") / 2**64 < dev_fraction else "test"
 
     rows = [{"id": qid, "split": bucket(qid)} for qid in ids]
-    db.query(
-        "BEGIN TRANSACTION; FOR $r IN $rows { UPDATE $r.id SET split = $r.split RETURN NONE; }; COMMIT TRANSACTION;",
-        {"rows": rows},
-    )
+    db.query("BEGIN TRANSACTION; RETURN fn::seval::set_splits($g, $rows); COMMIT TRANSACTION;",
+             {"g": chosen.model_dump(), "rows": rows})
     return {"dev": sum(r["split"] == "dev" for r in rows), "test": sum(r["split"] == "test" for r in rows)}
 
 
@@ -100,9 +101,8 @@ def check_values(param: str, values: list[Any]) -> list[Any]:
     return values
 
 
-def _split_sizes(db: Database) -> dict[str, int]:
-    rows = db.value("SELECT split, count() AS n FROM seval_question GROUP BY split")
-    return {row.get("split") or "none": row["n"] for row in rows}
+def _split_sizes(rows: list[dict[str, Any]]) -> dict[str, int]:
+    return {split: sum(1 for r in rows if (r.get("split") or "none") == split) for split in ("dev", "test", "none")}
 
 
 def tune(
@@ -137,7 +137,9 @@ def tune(
     known = [r.name for r in registry(db)]
     if retriever not in known:
         raise ConfigError(f"unknown retriever {retriever!r}: use {', '.join(known)}")
-    sizes = _split_sizes(db)
+    golden = golden_set(db, (params or {}).get("golden"))
+    questions = golden_rows(db, golden)
+    sizes = _split_sizes(questions)
     held_out = sizes.get("dev", 0) > 0 and sizes.get("test", 0) > 0
     if not held_out and not force:
         raise Rejected(
@@ -146,10 +148,10 @@ def tune(
         )
     if values:
         check_values(param, list(values))
-    base = {k: v for k, v in (params or {}).items() if v is not None}
+    base = {**{k: v for k, v in (params or {}).items() if v is not None}, "golden": golden.name}
     tune_split, report_split = ("dev", "test") if held_out else (None, None)
     sweep = _sweep(db, param, values, spec, retriever, {**base, "split": tune_split, **({"fresh": True} if fresh else {})})
-    counts = db.value("SELECT VALUE array::len(relevant) FROM seval_question WHERE $s = NONE OR split = $s", {"s": tune_split})
+    counts = [len(q["relevant"]) for q in questions if tune_split is None or q.get("split") == tune_split]
     # ann_recall@k moves in steps of 1/k on one question, as precision@k does
     step = 1 / (spec.k * len(counts)) if spec.name == ANN_RECALL else resolution(counts, str(spec))
     top = max(row["mean"] for row in sweep)

@@ -21,7 +21,8 @@ def set_watch(db: Database, *, ks: list[int], retrievers: list[str] | None = Non
     for k in ks:
         check_number("k", k, option="every k")
     given = check_params({k: v for k, v in (params or {}).items() if v is not None})
-    db.value("RETURN fn::seval::run_params($ks, $given)", {"ks": ks, "given": given})  # refuses bad values now
+    p = db.value("RETURN fn::seval::run_params($ks, $given)", {"ks": ks, "given": given})  # refuses bad values now
+    given["golden"] = p["golden"]  # chosen now: an ingest never has to choose among golden sets
     db.query(
         "UPSERT seval_watch:current CONTENT { ks: $ks, retrievers: $names, params: $given } RETURN NONE",
         {"ks": ks, "names": resolve_retrievers(db, retrievers), "given": given},

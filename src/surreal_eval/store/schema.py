@@ -31,7 +31,6 @@ __all__ = [
     "render",
     "statement",
     "import_harness",
-    "import_seed",
     "seval_config",
     "define_corpus",
     "define_vector_ef",
@@ -40,17 +39,20 @@ __all__ = [
     "corpus_tables",
     "identifier",
     "harness_table",
+    "field_path",
+    "FieldPath",
     "PREFIX",
     "PREFIX_FUNCTIONS",
     "attached_tables",
     "attached_script",
+    "record_attached_script",
     "require_config",
     "apply",
 ]
 
 #: The files that make up the harness, in the order they are applied. corpus and corpus_indexes
 #: are templates of one corpus table, applied here for `article` (and by define_corpus for others).
-HARNESS_SCRIPTS = ("analyzers", "schema", "corpus", "corpus_indexes", "ingest", "retrievers", "tune_ef", "attached", "user_retrievers",
+HARNESS_SCRIPTS = ("analyzers", "schema", "golden", "corpus", "corpus_indexes", "ingest", "retrievers", "tune_ef", "attached", "user_retrievers",
                    "supplied", "endpoints", "rerank", "registry", "metrics", "scoring", "history", "candidate_cache", "ann_check", "checks",
                    "evaluate", "queries", "runs", "access")
 #: The script rendered with one branch per attached table (see attached_script).
@@ -62,13 +64,9 @@ CORPUS_SCRIPTS = ("corpus", "corpus_indexes")
 PREFIX = "seval_"
 PREFIX_FUNCTIONS = "fn::seval::"
 DOCUMENTS = "seval_article"
-SEED_SCRIPT = "seed"
 #: The name the generated metric dispatch (metric_dispatch) is recorded under in harness_script.
 METRIC_DISPATCH = "metric_dispatch"
 DEMO_DIMENSION = 4
-#: The analyzer the demo seed is indexed with: the lesson's findings need every word a term (its
-#: money_back question fails on "how" matching one wrong article, which english_stop removes).
-SEED_ANALYZER = "seval_english"
 
 _EACH = re.compile(r"^-- each (content|embedding)\n(.*?)^-- end\n", re.MULTILINE | re.DOTALL)
 _PLACEHOLDER = re.compile(r"\{\{\s*([a-z_]+)\s*\}\}")
@@ -108,6 +106,22 @@ def identifier(name: str, *, what: str = "name") -> str:
     return name
 
 
+class FieldPath(str):
+    """A field of a user's table as render() should write it: one identifier, or several joined by dots
+    (`metadata.title`), each checked by field_path()."""
+
+
+def field_path(name: str, *, what: str = "field") -> FieldPath:
+    """`name` if it is a field or a path into nested objects (`metadata.title`: identifiers joined by
+    dots, none a reserved word), else a ConfigError."""
+    parts = name.split(".") if isinstance(name, str) else [name]
+    if not 1 <= len(parts) <= 8:
+        raise ConfigError(f"{what} {name!r} is not a field: use a name, or a path such as metadata.title")
+    for part in parts:
+        identifier(part, what=what if len(parts) == 1 else f"{what} {name!r}: part")
+    return FieldPath(name)
+
+
 def harness_table(name: str, *, what: str = "corpus table") -> str:
     """`name` if it is an identifier carrying the harness's prefix (every table the harness defines
     does, so that none can be a name the user's application chose), else a ConfigError."""
@@ -124,7 +138,8 @@ def render(text: str, values: dict[str, int | str], *, source: str = "<text>") -
     for key, value in values.items():
         if isinstance(value, bool) or not isinstance(value, (int, str)):
             raise ConfigError(f"template value {key} must be an integer or identifier, got {value!r}")
-        clean[key] = str(value) if isinstance(value, int) else identifier(value, what=key)
+        clean[key] = (str(value) if isinstance(value, int) else field_path(value, what=key) if isinstance(value, FieldPath)
+                      else identifier(value, what=key))
 
     def fill(match: re.Match[str]) -> str:
         if match[1] not in clean:
@@ -308,21 +323,10 @@ def attached_script(rows: list[dict], config: HarnessConfig) -> str:
 
     def expand(each: re.Match[str]) -> str:
         field = each[1]
-        return "".join(render(each[2], {**config.model_dump(), "table": row["table"], field: row[field]}, source=source)
+        return "".join(render(each[2], {**config.model_dump(), "table": row["table"], field: FieldPath(row[field])}, source=source)
                        for row in rows if row.get(field))
 
     return render(_EACH.sub(expand, _read(ATTACHED_SCRIPT)), config.model_dump(), source=source)
-
-
-def import_seed(db: Database) -> None:
-    """Apply surql/seed.surql, the lesson's ten articles and eight questions (4-d embeddings), and
-    index them with SEED_ANALYZER."""
-    config = harness_config(db)
-    if config is None or config.dimension != DEMO_DIMENSION:
-        got = "no harness" if config is None else f"dimension {config.dimension}"
-        raise ConfigError(f"the demo seed needs the harness imported with dimension 4, found {got}")
-    apply(db, _read(SEED_SCRIPT))
-    define_corpus_indexes(db, DOCUMENTS, analyzer=SEED_ANALYZER)
 
 
 def define_vector_ef(db: Database, ef: int) -> None:
@@ -366,6 +370,14 @@ def record_article_indexes(db: Database, analyzer: str) -> None:
     text = render(_read("corpus_indexes"), {**config.model_dump(), "corpus": DOCUMENTS, "analyzer": analyzer},
                   source="surql/corpus_indexes.surql")
     db.value("RETURN fn::seval::record_import($config, { corpus_indexes: $sum })",
+             {"config": config.model_dump(), "sum": hashlib.sha256(text.encode("utf-8")).hexdigest()})
+
+
+def record_attached_script(db: Database, text: str) -> None:
+    """Record the checksum of surql/attached.surql as rendered `text` (applied by an attach, outside an
+    import), so that `init` finds the attached branches up to date and leaves them be."""
+    config = require_config(db)
+    db.value("RETURN fn::seval::record_import($config, { attached: $sum })",
              {"config": config.model_dump(), "sum": hashlib.sha256(text.encode("utf-8")).hexdigest()})
 
 
