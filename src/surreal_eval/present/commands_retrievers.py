@@ -18,8 +18,12 @@ app.add_typer(retriever_app, name="retriever")
 def add(
     name: Annotated[str, typer.Argument(help="The retriever's name in runs, history and reports (an identifier).")],
     function: Annotated[Optional[str], typer.Option(
-        "--function", help="Your function fn::NAME($text: string, $embedding: option<array<number>>, $k: int), "
-                           "returning records best first or {id, score} objects.")] = None,
+        "--function", help="Your function fn::NAME, returning records best first or {id, score} objects: a string parameter "
+                           "gets the question's text, an array<float> its embedding, an int the depth k, any other --arg.")] = None,
+    arg: Annotated[Optional[list[str]], typer.Option(
+        "--arg", help="NAME=VALUE: the value of the function's parameter $NAME (JSON when it parses, else text); repeatable.")] = None,
+    per_k: Annotated[bool, typer.Option(
+        "--per-k", help="Call the function once per k of a run and score each k on its own list (it cannot be fused then).")] = False,
     corpus: Annotated[str, typer.Option("--corpus", help="The corpus table the function returns records of.")] = "seval_article",
     text: Annotated[Optional[str], typer.Option("--text", help="Call the function on this text when registering "
                                                                "(default: the first golden question).")] = None,
@@ -30,7 +34,7 @@ def add(
     as_json: JsonOpt = False,
 ) -> None:
     """Register your SurrealQL function (--function) or a fusion of candidate lists (--fuse, --lists) as a retriever."""
-    from ..store.user_retrievers import add_function_retriever, add_fused_retriever
+    from ..store.user_retrievers import PROBE_K, SHALLOW_K, add_function_retriever, add_fused_retriever
 
     if (function is None) == (fuse is None):
         fail(ConfigError("give either --function fn::NAME or --fuse rrf|linear with --lists"))
@@ -38,9 +42,11 @@ def add(
         fail(ConfigError("--fuse needs --lists, e.g. --lists bm25,mine"))
     if function is not None and lists:
         fail(ConfigError("--lists goes with --fuse, not with --function"))
+    if fuse is not None and (arg or per_k):
+        fail(ConfigError("--arg and --per-k go with --function, not with --fuse"))
     if function is not None:
-        added = with_db(lambda db: add_function_retriever(db, name, function=function, corpus=corpus,
-                                                          by_default=default, text=text))
+        added = with_db(lambda db: add_function_retriever(db, name, function=function, corpus=corpus, by_default=default,
+                                                          text=text, args=arg, per_k=per_k))
     else:
         added = with_db(lambda db: add_fused_retriever(db, name, fusion=fuse, lists=lists or [], by_default=default))
     if as_json:
@@ -49,7 +55,11 @@ def add(
     if added.kind == "function":
         on = added.probed_question or "the given text"
         plain(out, f"registered retriever {added.name}: {added.function_name} on corpus {added.corpus} "
-                   f"({added.probed_hits} record{'' if added.probed_hits == 1 else 's'} of {added.corpus} for {on})")
+                   f"({added.probed_hits} record{'' if added.probed_hits == 1 else 's'} of {added.corpus} for {on}), "
+                   f"called as {added.call}" + (" once per k of a run" if added.per_k else ""), soft_wrap=True)
+        if not added.prefix and not added.per_k:
+            plain(out, f"note: its top {SHALLOW_K} for {on} is not the first {SHALLOW_K} of its top {PROBE_K}: a run scores every k "
+                       f"on one call at its deepest k; --per-k calls it once per k", soft_wrap=True)
     else:
         plain(out, f"registered retriever {added.name}: {added.fusion} of {' + '.join(added.lists)}")
 

@@ -169,7 +169,8 @@ def show_registry(console: Console, rows: list[Retriever]) -> None:
     for column in ("retriever", "kind", "lists", "fusion", "params", "default", "sweep", "tunes", "owner"):
         table.add_column(column)
     for r in rows:
-        lists = f"{r.function_name} on {r.corpus}" if r.function_name else " + ".join(r.lists)
+        lists = (f"{r.function_name} on {r.corpus}" + "".join(f", {n}={json.dumps(v)}" for n, v in r.args.items())
+                 + (", per k" if r.per_k else "")) if r.function_name else " + ".join(r.lists)
         table.add_row(_plain(r.name), r.kind, _plain(lists), r.fusion, _plain(json.dumps(r.params, sort_keys=True)) if r.params else "",
                       "yes" if r.by_default else "", _plain(r.sweep or ""), ", ".join(r.tunes), "harness" if r.harness else "user")
     console.print(table)

@@ -33,9 +33,13 @@ class Retriever(BaseModel):
     sweep: str | None = None
     tunes: list[str] = []
     harness: bool = False
-    #: a user's retriever function (`retriever add --function`): the function its one list calls, and its corpus table
+    #: a user's retriever function (`retriever add --function`): the function its one list calls, and its corpus table;
+    #: what each parameter gets (store/signatures.py; None: text, embedding, k), the --arg values, whether runs call it per k
     function_name: str | None = None
     corpus: str | None = None
+    binding: list[str] | None = None
+    args: dict[str, Any] = {}
+    per_k: bool = False
 
     @computed_field  # type: ignore[prop-decorator]
     @property

@@ -280,32 +280,39 @@ def function_name(name: str) -> str:
     return full
 
 
-def function_call(name: str, text: str = "$text", embedding: str = "$embedding", k: str = "$k") -> str:
-    """A call of user function `name` (validated) on three parameters (`$text`, `$embedding`, `$k` unless named)."""
-    return function_name(name) + "(" + ", ".join((text, embedding, k)) + ")"
+def function_call(name: str, binding: list[str] | tuple[str, ...] = ("text", "embedding", "k"), *, text: str = "$text",
+                  embedding: str = "$embedding", k: str = "$k", args: str = "$args") -> str:
+    """A call of user function `name` (validated), each parameter given what `binding` says (store/signatures.py):
+    `text`, `embedding`, `k`, or `arg:NAME` (field NAME, a validated identifier, of the object `args` evaluates to)."""
+    given = {"text": text, "embedding": embedding, "k": k}
+    if any(b not in given and not b.startswith("arg:") for b in binding):
+        raise ConfigError(f"{name}: binding {list(binding)} names something other than text, embedding, k or arg:NAME")
+    return function_name(name) + "(" + ", ".join(given.get(b) or args + "." + identifier(b[4:], what="argument") for b in binding) + ")"
 
 
-def function_probe(name: str) -> str:
-    """The statement registration runs: fn::seval::function_hits of user function `name` called on $text, $embedding and $k,
-    as retriever $name's candidate list on corpus $corpus."""
-    return "RETURN fn::seval::function_hits($name, " + function_call(name) + ", $corpus, $k)"
+def function_probe(name: str, binding: list[str] | tuple[str, ...]) -> str:
+    """The statement registration runs: fn::seval::function_hits of user function `name` called as `binding` says on
+    $text, $embedding, $k and the arguments $args, as retriever $name's candidate list on corpus $corpus."""
+    return "RETURN fn::seval::function_hits($name, " + function_call(name, binding) + ", $corpus, $k)"
 
 
 def function_dispatch(db: Database, *, rows: list[dict] | None = None) -> str:
     """SurrealQL defining fn::seval::function_candidates with one branch per registry row that calls a user's
-    function (`retriever add --function`): that function called on the question's text, its embedding
-    and the run's depth, its result made a candidate list by fn::seval::function_hits. Each list name is a
-    validated identifier and each function name a validated function name; `rows` ({name, function_name})
+    function (`retriever add --function`): that function called on what its row's `binding` gives each parameter
+    (the question's text, its embedding, the depth $p.depth, or a value of the row's `args`, read from the row
+    at the call), its result made a candidate list by fn::seval::function_hits. Each list name is a
+    validated identifier and each function name a validated function name; `rows` ({name, function_name, binding})
     in place of the database's, for a transaction that changes them."""
     if rows is None:
-        rows = db.value("SELECT record::id(id) AS name, function_name FROM seval_retriever WHERE function_name != NONE")
-    rows = sorted(rows, key=lambda r: r["name"])
+        rows = db.value("SELECT record::id(id) AS name, function_name, binding FROM seval_retriever WHERE function_name != NONE")
     branches = "".join(
         "    IF $list = '" + identifier(r["name"], what="retriever") + "' { RETURN fn::seval::function_hits($list, "
-        + function_call(r["function_name"], "$q.text", "$q.embedding", "$p.depth") + ", $p.corpus, $p.depth) };\n"
-        for r in rows)
+        + function_call(r["function_name"], r.get("binding") or ("text", "embedding", "k"), text="$q.text", embedding="$q.embedding",
+                        k="$p.depth", args="type::record('seval_retriever', $list).args") + ", $p.corpus, $p.depth) };\n"
+        for r in sorted(rows, key=lambda r: r["name"]))
     return ("-- fn::seval::function_candidates: question $q's candidate list $list from the user's function its registry row names, "
-            "called with its text, embedding and the run's depth $p.depth (fn::seval::function_hits on corpus $p.corpus).\n"
+            "called with what the row binds to each parameter: its text, embedding, the run's depth $p.depth or the row's args "
+            "(fn::seval::function_hits on corpus $p.corpus).\n"
             "DEFINE FUNCTION OVERWRITE fn::seval::function_candidates($list: string, $q: object, $p: object) -> array<object> {\n"
             + branches + "    THROW 'no retriever function is registered as ' + $list + ' (surreal-eval retriever add)';\n};")
 

@@ -1,21 +1,23 @@
 """Retrievers a user adds to the registry (table `retriever`, rows with harness = false).
 
-`add_function_retriever` registers a SurrealQL function the user wrote, taking (text: string,
-embedding: option<array<number>>, k: int) and returning records best first or {id, score} objects:
-its row names the function (`function_name`) and its corpus table, and its one candidate list is
-the retriever's own name, fetched by fn::seval::function_candidates, which store/schema.py generates with
-one branch per such row (function_dispatch) at every add, remove and import. Before anything is
-written, the function's signature is read from `INFO FOR DB` and it is called on one golden
-question (or a given text); a function that does not exist, has another signature, returns
-something else or records of another table is refused, and the database is left as it was.
+`add_function_retriever` registers a SurrealQL function the user wrote, of any parameters the
+question's text, embedding and the depth k bind to by type or name, the others given with `--arg`
+(store/signatures.py), returning records best first or {id, score} objects: its row names the
+function (`function_name`), what each parameter gets (`binding`, `args`), its corpus table and
+whether runs call it once per k (`per_k`); its one candidate list is the retriever's own name,
+fetched by fn::seval::function_candidates, which store/schema.py generates with one branch per such
+row (function_dispatch) at every add, remove and import. Before anything is written, the function's
+parameters are read from `INFO FOR DB` and bound, and it is called on one golden question (or a given
+text) at k = PROBE_K and at k = SHALLOW_K; a function that does not exist, whose parameters do not
+bind, that returns something else or records of another table is refused, and the database is left as
+it was. Whether its top SHALLOW_K is the first SHALLOW_K of its top PROBE_K is reported (`prefix`).
 
 `add_fused_retriever` registers an RRF or linear fusion of any candidate lists: the built-in
-`bm25` and `vector` and the user's function lists. `remove_retriever` removes a user's row.
+`bm25` and `vector` and the user's function lists (not a per-k one). `remove_retriever` removes a user's row.
 """
 
 from __future__ import annotations
 
-import re
 from typing import Any, Optional
 
 from pydantic import BaseModel
@@ -23,24 +25,19 @@ from pydantic import BaseModel
 from .connection import Database, record_str
 from .registry import registry
 from .schema import apply, function_dispatch, function_name, function_probe, identifier
+from .signatures import bind_parameters, describe_binding, function_parameters, parse_args
 from ..errors import ConfigError, InputError, QueryFailed, Rejected
 
 __all__ = ["AddedRetriever", "add_function_retriever", "add_fused_retriever", "remove_retriever",
-           "function_parameters", "FUSIONS", "PROBE_K"]
+           "function_parameters", "FUSIONS", "PROBE_K", "SHALLOW_K"]
 
 #: The fusions `retriever add --fuse` takes (registry.surql's fn::fused); linear fuses exactly two lists.
 FUSIONS = ("rrf", "linear")
-#: How many records the registration call asks the function for.
+#: How many records the registration call asks the function for, and the shallower k it is asked
+#: again at, to see whether its top SHALLOW_K is the first SHALLOW_K of its top PROBE_K.
 PROBE_K = 10
+SHALLOW_K = 3
 BUILTIN_LISTS = ("bm25", "vector")
-_SIGNATURE = re.compile(r"^DEFINE FUNCTION\s+(?:OVERWRITE\s+|IF NOT EXISTS\s+)?fn::[\w:]+\s*\(")
-#: The types each parameter may be declared with, by position: any type that takes these values.
-_ACCEPTS = (
-    ("text", {"string", "any"}, "string"),
-    ("embedding", None, "option<array<number>>"),
-    ("k", {"int", "number", "any"}, "int"),
-)
-_EMBEDDING = re.compile(r"^(any|none \| array(<(number|float|decimal|int)>)?|array(<(number|float|decimal|int)>)? \| none)$")
 
 
 class AddedRetriever(BaseModel):
@@ -53,41 +50,16 @@ class AddedRetriever(BaseModel):
     function_name: Optional[str] = None
     corpus: Optional[str] = None
     by_default: bool = False
+    #: what each parameter gets ('text', 'embedding', 'k', 'arg:NAME'), the --arg values, the call as registered
+    binding: Optional[list[str]] = None
+    args: dict[str, Any] = {}
+    call: Optional[str] = None
+    per_k: bool = False
     #: the registration call: the question it was called on (or None for a given text), how many records it returned
     probed_question: Optional[str] = None
     probed_hits: Optional[int] = None
-
-
-def function_parameters(ddl: str) -> list[tuple[str, str]]:
-    """The (name, type) of each parameter of the function defined by `ddl` (an INFO FOR DB entry)."""
-    opening = _SIGNATURE.match(ddl)
-    if opening is None:
-        raise QueryFailed(f"cannot read the parameters of {ddl[:80]!r}")
-    depth, start, params, i = 0, opening.end(), [], opening.end()
-    for i in range(opening.end(), len(ddl)):
-        ch = ddl[i]
-        if ch in "<([":
-            depth += 1
-        elif ch in ">])" and depth > 0:
-            depth -= 1
-        elif ch in ",)" and depth == 0:
-            if ddl[start:i].strip():
-                params.append(ddl[start:i].strip())
-            start = i + 1
-            if ch == ")":
-                break
-    return [(p.split(":", 1)[0].strip(), p.split(":", 1)[1].strip() if ":" in p else "any") for p in params]
-
-
-def _check_signature(fn: str, ddl: str) -> None:
-    params = function_parameters(ddl)
-    wanted = ", ".join(f"${n}: {t}" for n, _, t in _ACCEPTS)
-    got = ", ".join(f"{n}: {t}" for n, t in params)
-    fits = len(params) == 3 and all(
-        (_EMBEDDING.match(ty) if accepted is None else ty in accepted) for (_, ty), (_, accepted, _) in zip(params, _ACCEPTS))
-    if not fits:
-        raise InputError(f"{fn}({got}) has another signature: a retriever function takes ({wanted}) "
-                         "and returns records best first or {id, score} objects")
+    #: whether its top SHALLOW_K there was the first SHALLOW_K of its top PROBE_K (None for a fusion)
+    prefix: Optional[bool] = None
 
 
 def _taken_names(db: Database) -> set[str]:
@@ -110,15 +82,17 @@ def _position(db: Database) -> int:
 
 def _register(db: Database, name: str, row: dict[str, Any]) -> None:
     """Create retriever row `name` and regenerate the function dispatch over the rows with it, in one transaction."""
-    rows = db.value("SELECT record::id(id) AS name, function_name FROM seval_retriever WHERE function_name != NONE")
+    rows = db.value("SELECT record::id(id) AS name, function_name, binding FROM seval_retriever WHERE function_name != NONE")
     if row.get("function_name"):
-        rows.append({"name": name, "function_name": row["function_name"]})
+        rows.append({"name": name, "function_name": row["function_name"], "binding": row["binding"]})
     apply(db, "CREATE type::record('seval_retriever', $name) CONTENT $row RETURN NONE;\n" + function_dispatch(db, rows=rows),
           {"name": name, "row": row})
 
 
-def _probe(db: Database, name: str, fn: str, corpus: str, text: str | None) -> tuple[str | None, int]:
-    """Call `fn` on the first golden question (or on `text`) and check what it returns; (question, hits)."""
+def _probe(db: Database, name: str, fn: str, binding: list[str], args: dict[str, Any], corpus: str,
+           text: str | None) -> tuple[str | None, list[Any], list[Any]]:
+    """Call `fn` on the first golden question (or on `text`) at PROBE_K and SHALLOW_K and check what it returns;
+    (question, the ids at PROBE_K, the ids at SHALLOW_K)."""
     if text is None:
         question = db.value("SELECT id, text, embedding FROM seval_question ORDER BY id LIMIT 1")
         if not question:
@@ -127,20 +101,25 @@ def _probe(db: Database, name: str, fn: str, corpus: str, text: str | None) -> t
     else:
         question = {"id": None, "text": text, "embedding": None}
     where = record_str(question["id"]) if question["id"] is not None else f"text {text!r}"
-    try:
-        hits = db.value(function_probe(fn),
-                        {"name": name, "text": question["text"], "embedding": question["embedding"],
-                         "corpus": corpus, "k": PROBE_K})
-    except (Rejected, QueryFailed, ConfigError) as error:
-        raise InputError(f"{fn} on {where}: {error}") from None
-    return (record_str(question["id"]) if question["id"] is not None else None), len(hits)
+    found = []
+    for k in (PROBE_K, SHALLOW_K):
+        try:
+            found.append([h["id"] for h in db.value(function_probe(fn, binding), {
+                "name": name, "text": question["text"], "embedding": question["embedding"], "corpus": corpus, "k": k, "args": args})])
+        except (Rejected, QueryFailed, ConfigError) as error:
+            raise InputError(f"{fn} on {where}{'' if k == PROBE_K else f' at k = {k}'}: {error}") from None
+    return (record_str(question["id"]) if question["id"] is not None else None), found[0], found[1]
 
 
-def add_function_retriever(db: Database, name: str, *, function: str, corpus: str = "seval_article",
-                           by_default: bool = False, text: str | None = None) -> AddedRetriever:
-    """Register the user's function `function` as retriever `name` over corpus table `corpus`; see the module docstring."""
+def add_function_retriever(db: Database, name: str, *, function: str, corpus: str = "seval_article", by_default: bool = False,
+                           text: str | None = None, args: list[str] | dict[str, Any] | None = None,
+                           per_k: bool = False) -> AddedRetriever:
+    """Register the user's function `function` as retriever `name` over corpus table `corpus`, its parameters
+    bound by type or name, `args` (`NAME=VALUE` options, or {NAME: value}) giving the others; runs call it once
+    per k when `per_k`. See the module docstring."""
     name = _new_name(db, name)
     fn = function_name(function)
+    given = dict(args) if isinstance(args, dict) else parse_args(args)
     corpus = identifier(corpus, what="--corpus table")
     if not db.value("RETURN record::exists(type::record('seval_corpus', $c))", {"c": corpus}):
         raise InputError(f"--corpus {corpus} is not a corpus table: attach it first (surreal-eval attach), or load one")
@@ -149,13 +128,16 @@ def add_function_retriever(db: Database, name: str, *, function: str, corpus: st
         raise InputError(f"function {fn} does not exist in this database: define it first (DEFINE FUNCTION {fn}(...))")
     if db.value("RETURN record::exists(type::record('seval_object', 'function:' + $f))", {"f": fn.removeprefix("fn::")}):
         raise InputError(f"function {fn} is the harness's own: register a function you wrote")
-    _check_signature(fn, ddl)
-    question, hits = _probe(db, name, fn, corpus, text)
-    row = {"position": _position(db), "lists": [name], "fusion": "none", "by_default": by_default,
-           "function_name": fn, "corpus": corpus, "harness": False}
+    params = function_parameters(ddl)
+    binding = bind_parameters(fn, params, given)
+    question, deep, shallow = _probe(db, name, fn, binding, given, corpus, text)
+    row = {"position": _position(db), "lists": [name], "fusion": "none", "by_default": by_default, "function_name": fn,
+           "corpus": corpus, "harness": False, "binding": binding, "args": given, "per_k": per_k}
     _register(db, name, row)
+    call = f"{fn}({describe_binding([p.removeprefix('$') for p, _ in params], binding, given)})"
     return AddedRetriever(name=name, kind="function", lists=[name], fusion="none", function_name=fn, corpus=corpus,
-                          by_default=by_default, probed_question=question, probed_hits=hits)
+                          by_default=by_default, binding=binding, args=given, call=call, per_k=per_k,
+                          probed_question=question, probed_hits=len(deep), prefix=shallow == deep[:SHALLOW_K])
 
 
 def add_fused_retriever(db: Database, name: str, *, fusion: str, lists: list[str], by_default: bool = False) -> AddedRetriever:
@@ -169,6 +151,10 @@ def add_fused_retriever(db: Database, name: str, *, fusion: str, lists: list[str
     unknown = [n for n in wanted if n not in known]
     if unknown:
         raise InputError(f"--lists {', '.join(unknown)}: not a candidate list; the lists are {', '.join(known)}")
+    per_k = [n for n in wanted if n in functions and functions[n].per_k]
+    if per_k:
+        raise InputError(f"--lists {per_k[0]}: retriever {per_k[0]} is --per-k (its list at k is not the top k of a deeper one), "
+                         f"and a fusion reads one list per question at the run's depth: register its function again without --per-k to fuse it")
     if len(set(wanted)) != len(wanted) or len(wanted) < 2 or (fusion == "linear" and len(wanted) != 2):
         raise InputError(f"--lists {','.join(wanted)}: {fusion} fuses {'exactly two' if fusion == 'linear' else 'two or more'} "
                          f"different lists")
@@ -193,6 +179,7 @@ def remove_retriever(db: Database, name: str) -> None:
     watched = db.value("SELECT VALUE retrievers FROM ONLY seval_watch:current") or []
     if name in watched:
         raise InputError(f"the after-ingest evaluation runs {name}: change it first (surreal-eval watch)")
-    rest = [{"name": r.name, "function_name": r.function_name} for r in rows.values() if r.function_name and r.name != name]
+    rest = [{"name": r.name, "function_name": r.function_name, "binding": r.binding} for r in rows.values()
+            if r.function_name and r.name != name]
     apply(db, "DELETE type::record('seval_retriever', $name);\n" + function_dispatch(db, rows=rest), {"name": name})
 
