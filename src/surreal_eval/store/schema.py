@@ -16,6 +16,7 @@ from .analyzers import record_analyzers, table_analyzer
 from .connection import Database
 from .migrations import move_old_results
 from .ownership import defined_names, record_owned, refuse_conflicts
+from .previous import refuse_previous_release
 from ..errors import ConfigError
 from ..grammar import check_number, file_metrics, surql_dir
 
@@ -384,6 +385,7 @@ def require_config(db: Database) -> HarnessConfig:
 
 def _has_harness(db: Database) -> bool:
     tables = db.value("INFO FOR DB")["tables"]
+    refuse_previous_release(db, tables)  # 0.1's harness, under unprefixed names: `surreal-eval migrate` first
     return "seval_config" in tables
 
 
