@@ -19,7 +19,7 @@ from .app import app, err
 __all__ = ["app", "main", "run_cli", "EXIT_CODES"]
 
 #: The order `surreal-eval --help` lists the commands in (the groups, load, golden, export, retriever and endpoint, follow).
-ORDER = ("demo", "init", "evaluate", "score", "history", "retrievers", "diagnose", "chunk", "attach", "watch", "split", "tune", "grant",
+ORDER = ("demo", "init", "migrate", "evaluate", "score", "history", "retrievers", "diagnose", "chunk", "attach", "watch", "split", "tune", "grant",
          "compare", "gate", "report", "slices")
 app.registered_commands.sort(key=lambda info: ORDER.index(info.callback.__name__))
 

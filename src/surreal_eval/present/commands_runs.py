@@ -1,4 +1,4 @@
-"""Commands that run and read evaluations: demo, init, evaluate, history, diagnose, export, watch, split, tune, grant."""
+"""Commands that run and read evaluations: demo, init, migrate, evaluate, history, diagnose, export, watch, split, tune, grant."""
 
 from __future__ import annotations
 
@@ -76,6 +76,26 @@ def init(
         plain(out, f"undid the unfinished load into {' and '.join(undone)}")
     what = f"imported {', '.join(applied)}" if applied else "the harness is up to date (every script's checksum matches)"
     plain(out, f"{what}{' and the demo seed' if demo_seed else ''} into {state.settings.describe()}")
+
+
+@app.command()
+def migrate(as_json: JsonOpt = False) -> None:
+    """Move a store of surreal-eval 0.1 (eval_run, question, article, ...) to the seval_ names: runs, rankings, golden set,
+    splits, retrievers and evaluator accounts kept, caches dropped, 0.1's definitions removed; all or nothing."""
+    from . import run_tables as display
+    from ..store.migrate_prefix import migrate as run_migration
+    from ..store.opening import connected
+
+    def action():
+        with connected(state.settings, previous_release=True) as db:
+            return run_migration(db)
+
+    report = checked(action)
+    if as_json:
+        out.print_json(report.model_dump_json())
+        return
+    for line in display.migration_lines(report, state.settings.describe()):
+        plain(out, line)
 
 
 @app.command()

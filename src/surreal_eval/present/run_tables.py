@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections import defaultdict
+from collections import Counter, defaultdict
 
 from rich.console import Console
 from rich.markup import escape
@@ -11,9 +11,10 @@ from rich.table import Table
 
 from ..errors import one_line
 from ..models import Diagnosis, RunReport, RunSummary
+from ..store.migrate_prefix import MigrationReport
 from ..store.registry import Retriever
 
-__all__ = ["show_report", "show_rerank", "show_history", "show_registry", "show_diagnosis"]
+__all__ = ["show_report", "show_rerank", "show_history", "show_registry", "show_diagnosis", "migration_lines"]
 
 
 def _plain(value: object) -> str:
@@ -190,3 +191,36 @@ def show_diagnosis(console: Console, diagnosis: Diagnosis) -> None:
         if not view.hits:
             table.add_row("", "", "(nothing retrieved)", "", "")
         console.print(table)
+
+
+def migration_lines(report: MigrationReport, where: str) -> list[str]:
+    """What `migrate` did, a few lines: moved, carried over, dropped, removed and kept."""
+    if not report.migrated:
+        return [f"nothing to migrate: {where} holds no surreal-eval 0.1 harness (a current store, or one already migrated)"]
+
+    def listed(names: list[str]) -> str:
+        return ", ".join(names) if names else "none"
+
+    kinds = Counter(entry.split(" ", 1)[0] for entry in report.removed)
+    tables = [entry.split(" ", 1)[1] for entry in report.removed if entry.startswith("table ")]
+    corpora = [f"{report.articles} articles (BM25 analyzer {report.analyzer})"] + [f"{t}: {n} chunks" for t, n in report.chunk_tables.items()]
+    splits = ", ".join(f"{'no split' if name == 'none' else name} {n}" for name, n in sorted(report.splits.items()))
+    lines = [
+        f"migrated surreal-eval 0.1's store in {where} to the seval_ names:",
+        f"  history: {report.runs} runs and {report.rankings} rankings, same keys, labels, times and means; "
+        f"{report.golden_carried} runs of the golden set as it is carry its fingerprint under the new names"
+        + (f", {report.golden_other} of another golden set keep theirs" if report.golden_other else ""),
+        f"  golden set: {report.questions} questions ({splits}); "
+        f"corpus: {'; '.join(corpora)}; attached in place: {listed(report.attached)}",
+        f"  retrievers: {listed(report.retrievers)}; endpoints: {listed(report.endpoints)}; watch: {'on' if report.watch else 'off'}; "
+        f"ingests: {report.ingests}",
+        f"  evaluator accounts: {listed(report.evaluators)}"
+        + (f" (passwords kept; they now sign in with --access {report.access})" if report.access else ""),
+    ]
+    lines += [f"  index {old} -> {new}" for old, new in report.indexes.items()]
+    lines.append("  dropped caches, rebuilt when needed: " + listed([f"{n} {what}" for what, n in report.dropped.items()]))
+    lines.append("  removed 0.1's definitions: " + ", ".join(f"{n} {kind if n == 1 else kind + ('es' if kind == 'index' else 's')}"
+                                                      for kind, n in sorted(kinds.items()))
+                 + f" (tables {listed(tables)})")
+    lines += [f"  kept {why}" for why in report.kept]
+    return lines

@@ -11,21 +11,28 @@ from contextlib import contextmanager
 
 from .connection import Database, open_database
 from .journal import recover_loads
+from .previous import refuse_previous_release
 from .settings import Settings
 
 __all__ = ["connect", "connected"]
 
 
-def connect(settings: Settings) -> Database:
+def connect(settings: Settings, *, previous_release: bool = False) -> Database:
     """Open the database that `settings` names, sign in if a user is given, and select ns/db.
 
-    An embedded store is first put right if a killed load left a move unfinished in it (undone):
-    one process holds an embedded store, so a load left unfinished there was killed.
+    A database holding surreal-eval 0.1's harness is refused in one line naming `surreal-eval
+    migrate` (store/previous.py), unless `previous_release` (the migration's own connection); a
+    record user's connection is not asked (INFO is closed to it). An embedded store is first put
+    right if a killed load left a move unfinished in it (undone): one process holds an embedded
+    store, so a load left unfinished there was killed.
     """
     db = open_database(settings)
-    if settings.is_embedded and not settings.access:
+    if not settings.access:
         try:
-            recover_loads(db)
+            if not previous_release:
+                refuse_previous_release(db)
+            if settings.is_embedded:
+                recover_loads(db)
         except BaseException:
             db.close()
             raise
@@ -33,9 +40,9 @@ def connect(settings: Settings) -> Database:
 
 
 @contextmanager
-def connected(settings: Settings) -> Iterator[Database]:
-    """`connect` as a context manager that always closes."""
-    db = connect(settings)
+def connected(settings: Settings, *, previous_release: bool = False) -> Iterator[Database]:
+    """`connect` as a context manager that always closes (`previous_release`: see connect)."""
+    db = connect(settings, previous_release=previous_release)
     try:
         yield db
     finally:

@@ -1,8 +1,6 @@
-"""Import the harness's SurrealQL files into a database, in a fixed order, recording checksums.
-
-Some SurrealQL needs literals where parameters are not allowed (an index dimension, a KNN depth).
-Those are written `{{name}}` in the files and filled here, in exactly one place, after validation.
-"""
+"""Import the harness's SurrealQL files into a database, in a fixed order, recording checksums, and
+define the corpus tables and the dispatches generated from the database. The literals the files need
+are filled by store/names.py's `render`, the one place that puts them into SurrealQL."""
 
 from __future__ import annotations
 
@@ -15,7 +13,10 @@ from pydantic import BaseModel, ConfigDict, Field
 from .analyzers import record_analyzers, table_analyzer
 from .connection import Database
 from .migrations import move_old_results
+from .names import (PREFIX, PREFIX_FUNCTIONS, RESERVED_WORDS, FieldPath, field_path, function_name, harness_table, identifier,
+                    render, statement)
 from .ownership import defined_names, record_owned, refuse_conflicts
+from .previous import refuse_previous_release
 from ..errors import ConfigError
 from ..grammar import check_number, file_metrics, surql_dir
 
@@ -31,7 +32,8 @@ __all__ = [
     "render",
     "statement",
     "import_harness",
-    "seval_config",
+    "harness_config",
+    "RESERVED_WORDS",
     "define_corpus",
     "define_vector_ef",
     "define_corpus_indexes",
@@ -58,29 +60,12 @@ HARNESS_SCRIPTS = ("analyzers", "schema", "golden", "corpus", "corpus_indexes", 
 #: The script rendered with one branch per attached table (see attached_script).
 ATTACHED_SCRIPT = "attached"
 CORPUS_SCRIPTS = ("corpus", "corpus_indexes")
-#: The prefix of every name the harness defines: tables, analyzers, accesses and indexes begin with
-#: it, functions live in the namespace fn::seval:: (PREFIX_FUNCTIONS), so none is a name an
-#: application would choose (article, question, eval_run, english and fn::evaluate are the lesson's).
-PREFIX = "seval_"
-PREFIX_FUNCTIONS = "fn::seval::"
 DOCUMENTS = "seval_article"
 #: The name the generated metric dispatch (metric_dispatch) is recorded under in harness_script.
 METRIC_DISPATCH = "metric_dispatch"
 DEMO_DIMENSION = 4
 
 _EACH = re.compile(r"^-- each (content|embedding)\n(.*?)^-- end\n", re.MULTILINE | re.DOTALL)
-_PLACEHOLDER = re.compile(r"\{\{\s*([a-z_]+)\s*\}\}")
-_IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
-_FUNCTION = re.compile(r"^fn(?:::[A-Za-z_][A-Za-z0-9_]{0,62}){1,8}$")
-#: Words refused as table and user names, matched case-insensitively: those SurrealDB's parser may
-#: refuse as an identifier in some statements (its lexer's RESERVED_KEYWORD set), and the keywords
-#: the harness's own corpus statements failed to parse when a corpus was loaded under each keyword.
-RESERVED_WORDS = frozenset(
-    """after all alter analyze before begin break by cancel commit continue create define diff expire
-    false for if info insert kill let live none null option rand rebuild relate remove return select
-    sequence show sleep table throw true update upsert use value where""".split()
-) | {"delete", "explain", "function", "tb"}
-
 
 class HarnessConfig(BaseModel):
     """The literals the harness is rendered with; stored in the database as `seval_config:current`."""
@@ -96,64 +81,6 @@ def checked_config(*, dimension: Any, knn_depth: Any = 100, knn_ef: Any = 100) -
     """A HarnessConfig from option values, each range-checked (grammar.LIMITS) with a one-line error."""
     return HarnessConfig(dimension=check_number("dimension", dimension), knn_depth=check_number("knn_depth", knn_depth),
                          knn_ef=check_number("knn_ef", knn_ef))
-
-def identifier(name: str, *, what: str = "name") -> str:
-    """`name` if it is a plain SurrealQL identifier (letters, digits, _, not a reserved word), else a ConfigError."""
-    if not isinstance(name, str) or not _IDENTIFIER.fullmatch(name):  # fullmatch: `$` would pass "name\n"
-        raise ConfigError(f"{what} {name!r} is not a valid identifier: use letters, digits and _")
-    if name.lower() in RESERVED_WORDS:
-        raise ConfigError(f"{what} {name!r} is a SurrealQL keyword: choose another name")
-    return name
-
-
-class FieldPath(str):
-    """A field of a user's table as render() should write it: one identifier, or several joined by dots
-    (`metadata.title`), each checked by field_path()."""
-
-
-def field_path(name: str, *, what: str = "field") -> FieldPath:
-    """`name` if it is a field or a path into nested objects (`metadata.title`: identifiers joined by
-    dots, none a reserved word), else a ConfigError."""
-    parts = name.split(".") if isinstance(name, str) else [name]
-    if not 1 <= len(parts) <= 8:
-        raise ConfigError(f"{what} {name!r} is not a field: use a name, or a path such as metadata.title")
-    for part in parts:
-        identifier(part, what=what if len(parts) == 1 else f"{what} {name!r}: part")
-    return FieldPath(name)
-
-
-def harness_table(name: str, *, what: str = "corpus table") -> str:
-    """`name` if it is an identifier carrying the harness's prefix (every table the harness defines
-    does, so that none can be a name the user's application chose), else a ConfigError."""
-    name = identifier(name, what=what)
-    if not name.startswith(PREFIX):
-        raise ConfigError(f"{what} {name!r}: every table the harness defines starts with {PREFIX} (use {PREFIX}{name}); "
-                          f"to evaluate a table of yours in place, attach it (surreal-eval attach)")
-    return name
-
-
-def render(text: str, values: dict[str, int | str], *, source: str = "<text>") -> str:
-    """`text` with every `{{name}}` replaced by its validated value; an unknown name is an error."""
-    clean: dict[str, str] = {}
-    for key, value in values.items():
-        if isinstance(value, bool) or not isinstance(value, (int, str)):
-            raise ConfigError(f"template value {key} must be an integer or identifier, got {value!r}")
-        clean[key] = (str(value) if isinstance(value, int) else field_path(value, what=key) if isinstance(value, FieldPath)
-                      else identifier(value, what=key))
-
-    def fill(match: re.Match[str]) -> str:
-        if match[1] not in clean:
-            line = text.count("\n", 0, match.start()) + 1
-            raise ConfigError(f"{source}:{line}: no value for placeholder " + "{{" + match[1] + "}}")
-        return clean[match[1]]
-
-    return _PLACEHOLDER.sub(fill, text)
-
-
-def statement(template: str, **names: str) -> str:
-    """A statement with table and field names (validated identifiers) substituted in one place."""
-    return render(template, {k: identifier(v, what=k) for k, v in names.items()}, source="statement")
-
 
 def _read(name: str) -> str:
     path = surql_dir() / f"{name}.surql"
@@ -270,14 +197,6 @@ def metric_dispatch(db: Database) -> str:
            "fn::seval::defined_at_level(fn::seval::extra_metrics($ranked, $p.judged, $p.cut, $row.k), $p.level)) })" if extra else "$rows")
         + "; };",
     ])
-
-
-def function_name(name: str) -> str:
-    """`name` as `fn::a::b` if it is a SurrealQL function name (fn:: then identifiers joined by ::), else a ConfigError."""
-    full = name if isinstance(name, str) and name.startswith("fn::") else f"fn::{name}"
-    if not _FUNCTION.fullmatch(full):
-        raise ConfigError(f"--function {name!r} is not a function name: write fn::NAME (letters, digits, _ and ::)")
-    return full
 
 
 def function_call(name: str, binding: list[str] | tuple[str, ...] = ("text", "embedding", "k"), *, text: str = "$text",
@@ -403,6 +322,7 @@ def require_config(db: Database) -> HarnessConfig:
 
 def _has_harness(db: Database) -> bool:
     tables = db.value("INFO FOR DB")["tables"]
+    refuse_previous_release(db, tables)  # 0.1's harness, under unprefixed names: `surreal-eval migrate` first
     return "seval_config" in tables
 
 
