@@ -23,6 +23,7 @@ from typing import Any, Optional
 from pydantic import BaseModel
 
 from .connection import Database, record_str
+from .golden import golden_rows, golden_set
 from .registry import registry
 from .schema import apply, function_dispatch, function_name, function_probe, identifier
 from .signatures import bind_parameters, describe_binding, function_parameters, parse_args
@@ -91,13 +92,13 @@ def _register(db: Database, name: str, row: dict[str, Any]) -> None:
 
 def _probe(db: Database, name: str, fn: str, binding: list[str], args: dict[str, Any], corpus: str,
            text: str | None) -> tuple[str | None, list[Any], list[Any]]:
-    """Call `fn` on the first golden question (or on `text`) at PROBE_K and SHALLOW_K and check what it returns;
-    (question, the ids at PROBE_K, the ids at SHALLOW_K)."""
+    """Call `fn` on the first question of the default golden set (or on `text`) at PROBE_K and SHALLOW_K and
+    check what it returns; (question, the ids at PROBE_K, the ids at SHALLOW_K)."""
     if text is None:
-        question = db.value("SELECT id, text, embedding FROM seval_question ORDER BY id LIMIT 1")
-        if not question:
+        questions = golden_rows(db, golden_set(db))
+        if not questions:
             raise InputError(f"the golden set is empty: give --text to call {fn} on when registering it")
-        question = question[0]
+        question = questions[0]
     else:
         question = {"id": None, "text": text, "embedding": None}
     where = record_str(question["id"]) if question["id"] is not None else f"text {text!r}"
@@ -111,7 +112,7 @@ def _probe(db: Database, name: str, fn: str, binding: list[str], args: dict[str,
     return (record_str(question["id"]) if question["id"] is not None else None), found[0], found[1]
 
 
-def add_function_retriever(db: Database, name: str, *, function: str, corpus: str = "seval_article", by_default: bool = False,
+def add_function_retriever(db: Database, name: str, *, function: str, corpus: str | None = None, by_default: bool = False,
                            text: str | None = None, args: list[str] | dict[str, Any] | None = None,
                            per_k: bool = False) -> AddedRetriever:
     """Register the user's function `function` as retriever `name` over corpus table `corpus`, its parameters
@@ -120,7 +121,7 @@ def add_function_retriever(db: Database, name: str, *, function: str, corpus: st
     name = _new_name(db, name)
     fn = function_name(function)
     given = dict(args) if isinstance(args, dict) else parse_args(args)
-    corpus = identifier(corpus, what="--corpus table")
+    corpus = identifier(corpus, what="--corpus table") if corpus else db.value("RETURN fn::seval::default_corpus()")
     if not db.value("RETURN record::exists(type::record('seval_corpus', $c))", {"c": corpus}):
         raise InputError(f"--corpus {corpus} is not a corpus table: attach it first (surreal-eval attach), or load one")
     ddl = db.value("INFO FOR DB")["functions"].get(fn.removeprefix("fn::"))
