@@ -139,9 +139,10 @@ def detach_golden(db: Database, table: str) -> int:
     row = db.value("SELECT * FROM ONLY type::record('seval_golden', $t)", {"t": table})
     if row is None or not row.get("attached"):
         raise InputError(f"{table} is not an attached golden set (surreal-eval golden list shows them)")
-    return db.query("BEGIN TRANSACTION; LET $ids = SELECT VALUE id FROM seval_question_extra WHERE record::tb(record::id(id)[0]) = $t;"
-                    "DELETE seval_question_extra WHERE record::tb(record::id(id)[0]) = $t; DELETE type::record('seval_golden', $t);"
-                    "RETURN array::len($ids); COMMIT TRANSACTION;", {"t": table})[-1]
+    kept = db.value("RETURN count(SELECT id FROM seval_question_extra WHERE record::tb(record::id(id)[0]) = $t)", {"t": table})
+    apply(db, "DELETE seval_question_extra WHERE record::tb(record::id(id)[0]) = $t; DELETE type::record('seval_golden', $t);",
+          {"t": table})
+    return kept
 
 
 def golden_sets(db: Database) -> list[dict[str, Any]]:

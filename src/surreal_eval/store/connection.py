@@ -124,6 +124,34 @@ def _retryable(error: BaseException) -> bool:
     return isinstance(error, SurrealError) and "can be retried" in str(error)
 
 
+def one_transaction(sql: str) -> bool:
+    """Whether `sql` runs as one transaction: a single statement (no `;` outside quotes, comments and
+    blocks but a last one), or one `BEGIN ... COMMIT` around everything. Only such a text is run
+    again after a write conflict: in a text of several transactions, those before the conflict
+    were applied and must not be applied twice."""
+    text = re.sub(r"--[^\n]*", "", sql).strip()  # (a `--` inside a string only makes a retry less likely)
+    if text.upper().startswith("BEGIN") and text.rstrip(";").rstrip().upper().endswith(("COMMIT", "COMMIT TRANSACTION")):
+        return True
+    depth, quote, ends, i = 0, "", 0, 0
+    while i < len(text):
+        ch = text[i]
+        if quote:
+            if ch == "\\":
+                i += 1
+            elif ch == quote:
+                quote = ""
+        elif ch in "'\"`":
+            quote = ch
+        elif ch in "{([":
+            depth += 1
+        elif ch in "})]":
+            depth -= 1
+        elif ch == ";" and depth == 0 and text[i + 1:].strip():
+            ends += 1
+        i += 1
+    return ends == 0
+
+
 class _LoopThread:
     """An asyncio loop on a daemon thread: the async SDK client lives on it, callers block on results."""
 
@@ -201,8 +229,10 @@ class Database:
 
     async def _execute(self, sql: str, params: dict[str, Any]) -> list[Any]:
         """One statement text, run again (up to 5 times, a short random wait between) when the engine
-        says its transaction met another's write and can be retried: nothing of it was applied."""
-        async for attempt in AsyncRetrying(retry=retry_if_exception(_retryable), stop=stop_after_attempt(5),
+        says its transaction met another's write and can be retried: nothing of it was applied. A
+        text of several transactions is not run again (one_transaction): its earlier ones were applied."""
+        attempts = 5 if one_transaction(sql) else 1
+        async for attempt in AsyncRetrying(retry=retry_if_exception(_retryable), stop=stop_after_attempt(attempts),
                                            wait=wait_random_exponential(multiplier=0.05, max=1), reraise=True):
             with attempt:
                 return await self._client.query(sql, params).execute()
