@@ -18,6 +18,18 @@ needs_server = pytest.mark.skipif(
 )
 
 
+def readme_commands(heading: str) -> list[str]:
+    """The commands of the first shell block in the README section whose heading starts with `heading`,
+    comment-only lines dropped, in order."""
+    import shlex
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    section = readme.split(f"## {heading}", 1)[1].split("\n## ", 1)[0]
+    block = section.split("```sh\n", 1)[1].split("```", 1)[0]
+    return [line for line in block.splitlines() if shlex.split(line, comments=True)]
+
+
 def fresh_db(dimension: int = 4, **config: int) -> Database:
     db = connect(Settings(url="mem://"))
     import_harness(db, HarnessConfig(dimension=dimension, **config))

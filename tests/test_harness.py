@@ -119,3 +119,28 @@ def test_evaluating_an_empty_golden_set_is_a_clear_error(db):
     with pytest.raises(Exception, match="golden set seval_question is empty"):
         evaluate(db, ks=[1])
     assert db.value("SELECT * FROM seval_run") == []
+
+
+def test_the_demo_refuses_a_database_that_already_holds_the_lessons_names(tmp_path):
+    """A reader's own database has article, question, english and fn::evaluate: init --demo must not redefine them."""
+    from typer.testing import CliRunner
+
+    from surreal_eval import import_lesson
+    from surreal_eval.present.cli import app
+    from surreal_eval.store.opening import connect
+    from surreal_eval.store.settings import Settings
+
+    url = f"surrealkv://{tmp_path / 'store'}"
+    with connect(Settings(url=url)) as db:
+        import_lesson(db)
+        db.query("UPDATE question:signin SET text = 'my own wording'")
+        before = snapshot(db)
+    result = CliRunner().invoke(app, ["--url", url, "init", "--demo"])
+    assert result.exit_code == 2 and len(result.stderr.strip().splitlines()) == 1, result.output
+    assert "the demo builds the lesson's database, and this one already holds" in result.stderr
+    assert "table article" in result.stderr and "function fn::evaluate" in result.stderr
+    with connect(Settings(url=url)) as db:
+        assert snapshot(db) == before
+    again = CliRunner().invoke(app, ["--url", f"surrealkv://{tmp_path / 'demo'}", "init", "--demo"])
+    assert again.exit_code == 0
+    assert CliRunner().invoke(app, ["--url", f"surrealkv://{tmp_path / 'demo'}", "init", "--demo"]).exit_code == 0  # its own: again is harmless

@@ -16,6 +16,8 @@ from surreal_eval.present.cli import app
 from surreal_eval.store.opening import connect
 from surreal_eval.store.settings import Settings
 
+from .conftest import readme_commands
+
 ROOT = Path(__file__).resolve().parents[1]
 runner = CliRunner()
 #: What a reader of the lesson has in their database (../shared/LESSON.md): every name of it.
@@ -27,10 +29,8 @@ EVALUATED = {"lesson_bm25": "bm25", "lesson_vec": "vector", "lesson_hybrid": "hy
 
 
 def walkthrough() -> list[str]:
-    """The commands of the README's lesson walkthrough block, comments dropped, in order."""
-    section = (ROOT / "README.md").read_text(encoding="utf-8").split("## You followed the lesson", 1)[1].split("\n## ", 1)[0]
-    block = section.split("```sh\n", 1)[1].split("```", 1)[0]
-    return [line for line in block.splitlines() if shlex.split(line, comments=True)]
+    """The commands of the README's walkthrough block, in order."""
+    return readme_commands("You followed the lesson")
 
 
 def readers_own(url: str) -> dict:

@@ -17,16 +17,16 @@ from surreal_eval.present.cli import app
 from surreal_eval.store.opening import connect
 from surreal_eval.store.settings import Settings
 
+from .conftest import readme_commands
+
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "examples" / "own_database"
 runner = CliRunner()
 
 
 def walkthrough() -> list[str]:
-    """The commands of the README's walkthrough block, comments dropped, in order."""
-    section = (ROOT / "README.md").read_text(encoding="utf-8").split("## Walkthrough", 1)[1].split("\n## ", 1)[0]
-    block = section.split("```sh\n", 1)[1].split("```", 1)[0]
-    return [line for line in block.splitlines() if shlex.split(line, comments=True)]
+    """The commands of the README's walkthrough block, in order."""
+    return readme_commands("Walkthrough")
 
 
 def users_own(url: str) -> dict:

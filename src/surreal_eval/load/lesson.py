@@ -16,7 +16,7 @@ from ..store.schema import DEMO_DIMENSION, apply, harness_config, surql_dir
 from .attach import attach_table
 from .golden_attach import attach_golden
 
-__all__ = ["LESSON_SCRIPT", "SEED_SCRIPT", "import_lesson", "import_seed"]
+__all__ = ["LESSON_SCRIPT", "SEED_SCRIPT", "import_lesson", "import_seed", "refuse_a_readers_database"]
 
 LESSON_SCRIPT = "lesson"
 SEED_SCRIPT = "seed"
@@ -33,6 +33,20 @@ def import_lesson(db: Database) -> None:
     apply(db, _read(LESSON_SCRIPT))
 
 
+def refuse_a_readers_database(db: Database) -> None:
+    """An InputError when `db` holds any of the lesson's names and the demo did not put them there (a
+    reader's own database): the demo would redefine them."""
+    tables = db.value("INFO FOR DB")["tables"]
+    if "seval_config" in tables and db.value(f"RETURN record::exists({_SEEDED})"):
+        return
+    names = [n for n in defined_names([_read(LESSON_SCRIPT)]) if not n[1].startswith("seval")]
+    taken = conflicts(db, names)
+    if taken:
+        listed = ", ".join(f"{kind} {'fn::' if kind == 'function' else ''}{name}" for kind, name in taken)
+        raise InputError(f"the demo builds the lesson's database, and this one already holds {listed}: "
+                         f"run the demo in another database (--db) or namespace; nothing was changed")
+
+
 def import_seed(db: Database) -> None:
     """The demo: the lesson reader's database and the demo's additions, with `article` attached as a
     corpus and `question` attached as a golden set (grades and category read from the demo's fields).
@@ -43,13 +57,7 @@ def import_seed(db: Database) -> None:
         got = "no harness" if config is None else f"dimension {config.dimension}"
         raise ConfigError(f"the demo needs the harness imported with dimension {DEMO_DIMENSION}, found {got}: "
                           f"run it in a new database (`surreal-eval demo` uses a throwaway one)")
-    if not db.value(f"RETURN record::exists({_SEEDED})"):
-        names = [n for n in defined_names([_read(LESSON_SCRIPT)]) if not n[1].startswith("seval")]
-        taken = conflicts(db, names)
-        if taken:
-            listed = ", ".join(f"{kind} {'fn::' if kind == 'function' else ''}{name}" for kind, name in taken)
-            raise InputError(f"the demo builds the lesson's database, and this one already holds {listed}: "
-                             f"run the demo in another database (--db) or namespace; nothing was changed")
+    refuse_a_readers_database(db)
     import_lesson(db)
     apply(db, _read(SEED_SCRIPT) + f"\nIF !record::exists({_SEEDED}) {{ CREATE {_SEEDED} CONTENT {{ seeded_at: time::now() }} RETURN NONE }};")
     attach_table(db, "article", content="content", embedding="embedding", title="title")
