@@ -11,7 +11,7 @@ import threading
 import weakref
 from typing import Any, Callable, Coroutine, Sequence, TypeVar
 
-from surrealdb import AsyncSurreal, DoneFrame, ErrorFrame, RecordID
+from surrealdb import AsyncSurreal, DoneFrame, ErrorFrame, RecordID  # RecordID: imported from here by store.golden and runs.tune
 from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_random_exponential
 from surrealdb.errors import (
     ConnectionUnavailableError,
@@ -32,6 +32,7 @@ from ..errors import (
     Rejected,
     StoreBusy,
 )
+from .record_ids import record_str, to_record
 from .settings import Settings
 
 __all__ = ["Database", "open_database", "record_str", "to_record"]
@@ -52,23 +53,6 @@ _MISSING = re.compile(r"The (table '[^']+'|function 'fn::[^']+') does not exist"
 _NOT_EXECUTED = re.compile(r"not executed due to a (failed|cancelled) transaction|Cannot COMMIT")
 #: What the engine says when the signed-in user may not run a statement or a function.
 _NOT_PERMITTED = re.compile(r"Not enough permissions|You don't have permission to")
-
-
-def record_str(value: Any) -> str:
-    """A record id as a plain `table:id` string (the form used in JSON output and files)."""
-    if isinstance(value, RecordID):
-        return f"{value.table_name}:{value.id}"
-    return str(value)
-
-
-def to_record(value: str | RecordID, table: str) -> RecordID:
-    """`table:id` or a bare id as a RecordID of `table`; a prefix naming another table is kept as id text."""
-    if isinstance(value, RecordID):
-        return value
-    prefix, sep, rest = value.partition(":")
-    if sep and prefix == table:
-        value = rest
-    return RecordID(table, value)
 
 
 def _one_line(text: str) -> str:
