@@ -1,6 +1,6 @@
 """F itself: the BM25 floor under each analyzer, on the same data, and the quality of BM25 under each.
 
-Used by cost_floor.py (the "Analyzers" table). For each analyzer, on the database's `article`
+Used by cost_floor.py (the "Analyzers" table). For each analyzer, on the database's `seval_article`
 table: its BM25 index is defined again with that analyzer (timed: the index build), then each
 question's BM25 candidate list alone (fn::seval::bm25_candidates at the depth) and the whole floor (BM25
 and KNN, fn::bench_floor) are timed, the analyzers alternating `repeats` times (the mean is kept:
@@ -21,7 +21,7 @@ from surreal_eval.store.schema import statement
 
 __all__ = ["ANALYZERS", "AnalyzerRow", "floor_ratio", "format_analyzers", "measure_analyzers"]
 
-ANALYZERS = ("english", "seval_english_stop")
+ANALYZERS = ("seval_english", "seval_english_stop")
 _INDEX = "DEFINE INDEX OVERWRITE seval_article_content ON seval_article FIELDS content FULLTEXT ANALYZER {{analyzer}} BM25;"
 
 
@@ -51,7 +51,7 @@ def _define(db: Database, analyzer: str) -> float:
 def measure_analyzers(db: Database, ids: list[Any], depth: int, run_many: Callable[[list], list], batches: Callable,
                       log: Callable[[str], None], repeats: int = 2) -> list[AnalyzerRow]:
     """One AnalyzerRow per analyzer of ANALYZERS on the questions `ids` (module docstring)."""
-    had = index_analyzer(db, "article")
+    had = index_analyzer(db, "seval_article")
     rows = {a: AnalyzerRow(a, len(ids), 0.0) for a in ANALYZERS}
 
     def calls(sql: str) -> list:
@@ -90,5 +90,5 @@ def format_analyzers(name: str, documents: int, depth: int, rows: list[AnalyzerR
 
 
 def floor_ratio(rows: list[AnalyzerRow]) -> float:
-    """F under the last analyzer (seval_english_stop) over F under the first (english)."""
+    """F under the last analyzer (seval_english_stop) over F under the first (seval_english)."""
     return rows[-1].ms("floor") / rows[0].ms("floor")

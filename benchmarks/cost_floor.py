@@ -530,7 +530,7 @@ def measure_dataset(db: Database, name: str, documents: int, config: Config, log
     memory: list[Memory] = []
     watched, _ = measure_full(db, n, config.depth, config.concurrency, f"cost_floor {name}, memory", memory)
     result.memory = memory[0]
-    fingerprints, _ = timed(lambda: db.value("RETURN [fn::seval::corpus_fingerprint('seval_article'), fn::seval::golden_fingerprint()]"))
+    fingerprints, _ = timed(lambda: db.value("RETURN [fn::seval::corpus_fingerprint('seval_article'), fn::seval::golden_fingerprint(fn::seval::golden_set(NONE), NONE)]"))
     result.timings["H"].note += (f"; incl. fingerprints of corpus and golden set ({fingerprints:.1f} s) and bootstrap intervals;"
                                  f" the last written to history as {report.run}; one more, its memory watched, {watched.seconds:.2f} s")
     if full_only:
@@ -660,7 +660,7 @@ def format_scale(points: list[ScalePoint]) -> str:
 
 
 def format_ratios(results: list[Result], analyzers: dict[str, Any]) -> str:
-    """Every ratio of this run side by side (issue 13): H/F, R/F and S/pytrec-eval per set, F(seval_english_stop)/F(english)."""
+    """Every ratio of this run side by side (issue 13): H/F, R/F and S/pytrec-eval per set, F(seval_english_stop)/F(seval_english)."""
     lines = ["### The ratios of this run, side by side", "", "| ratio | set | measured | target | |", "|---|---|---:|---:|---|"]
     for result in results:
         for name, (top, bottom, op, bound) in TARGETS.items():

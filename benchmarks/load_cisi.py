@@ -68,7 +68,7 @@ def bulk(db: Database, docs: list[Article], args: argparse.Namespace) -> int:
 
 def naive(db: Database, docs: list[Article], args: argparse.Namespace, started: float) -> int:
     for done, doc in enumerate(docs, start=1):
-        db.query("CREATE $id CONTENT $row RETURN NONE", {"id": to_record(doc.id, "article"), "row": row(doc)})
+        db.query("CREATE $id CONTENT $row RETURN NONE", {"id": to_record(doc.id, "seval_article"), "row": row(doc)})
         if time.perf_counter() - started > args.budget:
             return done
     return len(docs)

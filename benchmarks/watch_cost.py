@@ -36,7 +36,7 @@ def measure_watch(db: Database, dataset: str, documents: int, load_seconds: floa
     set_watch(db, ks=KS)
     try:
         started = time.perf_counter()
-        run = record_ingest(db, corpus="article", documents=documents, source="cost_floor watch")
+        run = record_ingest(db, corpus="seval_article", documents=documents, source="cost_floor watch")
         ingest = time.perf_counter() - started
     finally:
         clear_watch(db)

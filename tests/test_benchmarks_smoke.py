@@ -102,7 +102,7 @@ def test_the_analyzer_table_measures_both_analyzers_and_restores_the_index():
         assert "ANALYZER seval_english_stop " in db.value("INFO FOR TABLE seval_article")["indexes"]["seval_article_content"]
     assert [r.analyzer for r in rows] == ["seval_english", "seval_english_stop"]
     assert all(len(r.bm25) == 2 and 0 < r.ms("bm25") and 0 <= r.ndcg10 <= 1 for r in rows)
-    assert "seval_english_stop / english: BM25" in analyzer_floor.format_analyzers("synthetic", 300, 20, rows)
+    assert "seval_english_stop / seval_english: BM25" in analyzer_floor.format_analyzers("synthetic", 300, 20, rows)
 
 
 def test_a_floor_and_full_only_result_formats_with_its_two_rows(measured):

@@ -14,6 +14,8 @@ import pytest
 
 from surreal_eval import ConnectionFailed, Settings, StoreBusy, SurrealEvalError, connect, evaluate, history
 
+from .conftest import seed_own
+
 pytestmark = pytest.mark.slow  # kills processes: not in the fast subset
 
 CHILD_ENV = {**os.environ, "PYTHONWARNINGS": "ignore"}
@@ -137,7 +139,9 @@ def test_sigkill_during_loads_leaves_each_load_whole_or_none(tmp_path, attempt):
     """Killed mid-move of the documents, mid-move of the questions, between the move and the index
     build, or at a random moment: reopened, the store holds each load whole or not at all."""
     store = tmp_path / "store"
-    cli(store, "init", "--demo")
+    cli(store, "init", "--dimension", "4")
+    with connect(Settings(url=f"surrealkv://{store}")) as db:  # the demo's articles and questions in the harness's tables
+        seed_own(db)
     # (the step to kill in, and the journal row it must leave) or None: a random moment
     targets = [("moving into seval_article", ["seval_article", "moving"]), ("moving into seval_question", ["seval_question", "moving"]),
                ("building indexes", ["seval_article", "indexing"]), None, None, None]

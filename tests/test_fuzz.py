@@ -608,10 +608,12 @@ def write_files(root: Path, files: dict[str, bytes]) -> None:
 
 @pytest.fixture(scope="module")
 def templates(tmp_path_factory) -> dict[str, Path]:
-    """Stores to copy per example: `empty` (harness, dimension 4) and `seeded` (the demo's seed)."""
+    """Stores to copy per example: `empty` (harness, dimension 4) and `seeded` (the demo's seed in the harness's tables)."""
     root = tmp_path_factory.mktemp("templates")
     succeeded(cli(root / "empty", "init", "--dimension", str(DIMENSION)))
-    succeeded(cli(root / "seeded", "init", "--demo"))
+    succeeded(cli(root / "seeded", "init", "--dimension", str(DIMENSION)))
+    with opened(root / "seeded") as db:  # the demo's articles and questions in the harness's own tables
+        seed_own(db)
     return {"empty": root / "empty", "seeded": root / "seeded"}
 
 
@@ -749,11 +751,11 @@ FOUND_BLANK_QUOTE = Case(
     {"golden.jsonl": jsonl_bytes([{"id": "q", "text": "t", "embedding": V, "relevant": ["track_order"],
                                    "passages": [{"doc": "track_order", "quote": "\r\n"}]}])},
     "blank_text", QUESTIONS)
-#: a BEIR document whose id starts with `article:` was refused as a label to an unknown document
+#: a BEIR document whose id starts with its table's name (`seval_article:`) was refused as a label to an unknown document
 FOUND_PREFIXED_DOCUMENT_ID = Case(
     {"beir/corpus.jsonl": jsonl_bytes([{"_id": "seval_article:x", "text": "x", "embedding": V}]),
      "beir/queries.jsonl": jsonl_bytes([{"_id": "q", "text": "t", "embedding": V}]),
-     "beir/qrels/test.tsv": b"query-id\tcorpus-id\tscore\nq\tarticle:x\t1\n"},
+     "beir/qrels/test.tsv": b"query-id\tcorpus-id\tscore\nq\tseval_article:x\t1\n"},
     None, DOCS | QUESTIONS, documents={"seval_article:x": {**_document(), "title": ""}},
     questions={"q": _question_fields(["seval_article:x"], grades=[1.0], split="test")})
 #: a BEIR query with an empty id was a pydantic ValidationError traceback
@@ -772,7 +774,7 @@ FOUND_TSV_QUERIES_NOT_UTF8 = Case(
 
 
 @FUZZ
-@given(case=jsonl_documents(), table=st.sampled_from(["seval_article", "docs"]))
+@given(case=jsonl_documents(), table=st.sampled_from(["seval_article", "seval_docs"]))
 @example(case=FOUND_DUPLICATE_WITH_LINE_BREAKS, table="seval_article")
 def test_jsonl_documents_load_verbatim_or_not_at_all(templates, case, table):
     with example_dir(case.files) as root:
@@ -782,7 +784,7 @@ def test_jsonl_documents_load_verbatim_or_not_at_all(templates, case, table):
 
 
 @FUZZ
-@given(case=csv_documents(), table=st.sampled_from(["seval_article", "docs"]))
+@given(case=csv_documents(), table=st.sampled_from(["seval_article", "seval_docs"]))
 def test_csv_documents_load_verbatim_or_not_at_all(templates, case, table):
     with example_dir(case.files) as root:
         with closing(fresh_db()) as db:
@@ -951,7 +953,8 @@ identifier_name = st.one_of(
 @given(name=identifier_name)
 def test_an_identifier_loads_a_corpus_table_or_is_refused_cleanly(templates, name):
     """A valid identifier that is not a corpus table is refused where one is read (exit 2, nothing changed);
-    loading into it makes it a new corpus table, unless the harness uses the name (refused, exit 2)."""
+    loading into it makes it a new corpus table when it carries the harness's prefix seval_, unless the
+    harness uses the name (refused, exit 2); any other name is refused (exit 2)."""
     docs = jsonl_bytes([{"id": i, **{k: v for k, v in d.items() if v is not None}} for i, d in GOOD_DOCS.items()])
     with example_dir({"docs.jsonl": docs}) as root:
         store = store_copy(templates, "seeded", root)
@@ -959,15 +962,17 @@ def test_an_identifier_loads_a_corpus_table_or_is_refused_cleanly(templates, nam
             before = snapshot(db)
         reserved = name.lower() in RESERVED_WORDS
         for args in (["evaluate", "--k", "3", f"--corpus={name}"], ["diagnose", "money_back", f"--corpus={name}"],
-                     ["chunk", f"--from={name}", "--into=chunks", "--embedder", EMBEDDER]):  # chunk once cut eval_run
+                     ["chunk", f"--from={name}", "--into=seval_chunks", "--embedder", EMBEDDER]):  # chunk once cut eval_run
             line = one_line_error(cli(store, *args), 2)
             assert ("is a SurrealQL keyword" if reserved else "corpus table") in line, (args, line)
         with opened(store) as db:
             assert snapshot(db) == before
         result = cli(store, "load", "corpus", str(root / "docs.jsonl"), f"--table={name}")
         no_traceback(result)
-        if name in HARNESS_TABLES or name.startswith("seval_stage_") or reserved or result.exit_code != 0:
-            one_line_error(result, 2 if name in HARNESS_TABLES or reserved else result.exit_code)
+        # a table the harness defines carries its prefix: any other name is refused too
+        refused = name in HARNESS_TABLES or reserved or not name.startswith("seval_")
+        if refused or name.startswith("seval_stage_") or result.exit_code != 0:
+            one_line_error(result, 2 if refused else result.exit_code)
             assert result.exit_code != 0
             with opened(store) as db:
                 assert snapshot(db) == before
