@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from surreal_eval.store.connection import one_transaction
+from surreal_eval.store.statements import one_transaction
 
 
 @pytest.mark.parametrize(("sql", "once"), [

@@ -32,6 +32,7 @@ from ..errors import (
     Rejected,
     StoreBusy,
 )
+from .statements import one_transaction, retryable
 from .record_ids import record_str, to_record
 from .settings import Settings
 
@@ -101,39 +102,6 @@ def translate(error: SurrealError, settings: Settings | None = None) -> Exceptio
 
 
 T = TypeVar("T")
-
-
-def _retryable(error: BaseException) -> bool:
-    """A write conflict between two transactions, which the engine says can be retried."""
-    return isinstance(error, SurrealError) and "can be retried" in str(error)
-
-
-def one_transaction(sql: str) -> bool:
-    """Whether `sql` runs as one transaction: a single statement (no `;` outside quotes, comments and
-    blocks but a last one), or one `BEGIN ... COMMIT` around everything. Only such a text is run
-    again after a write conflict: in a text of several transactions, those before the conflict
-    were applied and must not be applied twice."""
-    text = re.sub(r"--[^\n]*", "", sql).strip()  # (a `--` inside a string only makes a retry less likely)
-    if text.upper().startswith("BEGIN") and text.rstrip(";").rstrip().upper().endswith(("COMMIT", "COMMIT TRANSACTION")):
-        return True
-    depth, quote, ends, i = 0, "", 0, 0
-    while i < len(text):
-        ch = text[i]
-        if quote:
-            if ch == "\\":
-                i += 1
-            elif ch == quote:
-                quote = ""
-        elif ch in "'\"`":
-            quote = ch
-        elif ch in "{([":
-            depth += 1
-        elif ch in "})]":
-            depth -= 1
-        elif ch == ";" and depth == 0 and text[i + 1:].strip():
-            ends += 1
-        i += 1
-    return ends == 0
 
 
 class _LoopThread:
@@ -216,7 +184,7 @@ class Database:
         says its transaction met another's write and can be retried: nothing of it was applied. A
         text of several transactions is not run again (one_transaction): its earlier ones were applied."""
         attempts = 5 if one_transaction(sql) else 1
-        async for attempt in AsyncRetrying(retry=retry_if_exception(_retryable), stop=stop_after_attempt(attempts),
+        async for attempt in AsyncRetrying(retry=retry_if_exception(retryable), stop=stop_after_attempt(attempts),
                                            wait=wait_random_exponential(multiplier=0.05, max=1), reraise=True):
             with attempt:
                 return await self._client.query(sql, params).execute()
