@@ -57,7 +57,7 @@ def test_bad_question_is_refused_and_nothing_changes(seeded, question, message):
 @pytest.mark.parametrize(
     ("statement", "field"),
     [
-        ("CREATE seval_question:x CONTENT {text: 'a', embedding: [1,0,0,0], relevant: []}", "relevant"),
+        ("CREATE seval_question:x CONTENT {text: 'a', embedding: [1,0,0,0], relevant: [seval_article:track_order, seval_article:track_order]}", "relevant"),
         ("CREATE seval_question:x CONTENT {text: 'a', embedding: [1,0,0], relevant: [seval_article:track_order]}", "embedding"),
         ("CREATE seval_question:x CONTENT {text: 'a', embedding: [1,0,0,0], relevant: [seval_article:nope]}", "relevant"),
         ("CREATE seval_question:x CONTENT {text: 'a', embedding: [1,0,0,0], relevant: [seval_question:signin]}", "relevant"),

@@ -164,7 +164,7 @@ def test_split_is_given_to_questions_that_name_none(tmp_path):
     ("name", "text", "expected"),
     [
         ("g.jsonl", '{"id": "q1", "text": "t", "relevant": ["a"], "source": "web"}\n',
-         "g.jsonl:1: source: Input should be 'real' or 'synthetic' (id 'q1')"),
+         "g.jsonl:1: source: Input should be 'real', 'ticket', 'click', 'expert', 'synthetic' or 'production-failure' (id 'q1')"),
         ("g.jsonl", '{"id": "q1", "text": "t", "relevant": {"a": "high"}}\n', "g.jsonl:1: relevant: grade 'high' is not a number (id 'q1')"),
         ("g.jsonl", '{"id": "q1", "text": "t", "relevant": {"a": 1}, "grades": [1]}\n', "g.jsonl:1: grades given twice"),
         ("g.jsonl", '{"id": "q1", "text": "t", "relevant": ["a"], "notes": "x"}\n', "g.jsonl:1: notes: Extra inputs are not permitted (id 'q1')"),

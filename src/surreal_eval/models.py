@@ -149,8 +149,12 @@ class Question(_Row):
     grades: list[float] | None = None
     category: str | None = None
     language: str | None = None
-    source: Literal["real", "synthetic"] | None = None
+    #: where it comes from: a real user, a resolved support ticket, a search log with a click, a domain expert,
+    #: a generator, or a question that failed in production
+    source: Literal["real", "ticket", "click", "expert", "synthetic", "production-failure"] | None = None
     split: Literal["dev", "test"] | None = None
+    #: how often it was asked (a question sampled from a search log)
+    frequency: int | None = Field(default=None, gt=0)
     passages: list[Passage] | None = None
     #: documents judged non-relevant (a grade of 0 or less): not labels, but judged (judged@k)
     nonrelevant: list[str] | None = None
@@ -241,6 +245,8 @@ class QuestionResult(Scored):
     ranked: list[str]
     relevant: list[str]
     floor: float | None = None
+    #: False for a question with no judgment at all: ranked (the overlap of two rankings), left out of the means
+    labelled: bool = True
 
 
 class AnnRow(BaseModel):

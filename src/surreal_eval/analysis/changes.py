@@ -11,9 +11,11 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from ..load.labels import LabelChange
 from ..models import RunReport
+from ..store.connection import Database, record_str
 
-__all__ = ["Change", "SCORING_DEFAULTS", "golden_warning", "run_changes", "scoring_warnings"]
+__all__ = ["Change", "SCORING_DEFAULTS", "golden_warning", "label_changes", "run_changes", "scoring_warnings"]
 
 class Change(BaseModel):
     """One recorded property that differs between run A and run B (`params.floor`, `corpus.fingerprint`, ...)."""
@@ -82,6 +84,18 @@ def golden_warning(a: RunReport, b: RunReport, shared: int, only_a: list[str], o
         f"Only the {shared} questions scored in both are paired{' (' + ', '.join(extra) + ')' if extra else ''}: "
         "every mean and difference below is over those, not over either run's own questions."
     )
+
+
+def label_changes(db: Database, a: RunReport, b: RunReport) -> list[LabelChange]:
+    """The changes to run B's golden set after run A was made and up to run B (none when A is not the earlier
+    of the two, or the runs measured different golden sets): why B's golden-set fingerprint differs from A's."""
+    golden = lambda r: (r.params or {}).get("golden") or "seval_question"  # noqa: E731 - a run of 0.1 had one golden set
+    if golden(a) != golden(b) or not a.created_at or not b.created_at or a.created_at >= b.created_at:
+        return []
+    rows = db.value("RETURN fn::seval::golden_changes($name, $since, $until)",
+                    {"name": golden(b), "since": a.created_at, "until": b.created_at})
+    return [LabelChange(**{**row, "question": record_str(row["question"]), "doc": record_str(row["doc"]) if row.get("doc") else None})
+            for row in rows]
 
 
 def scoring_warnings(a: RunReport, b: RunReport) -> list[str]:

@@ -28,7 +28,8 @@ from ..runs.record import load_for_comparison
 from ..grammar import METRICS, MetricSpec, parse_metric
 from ..models import QuestionResult, RunReport
 from ..stats import PairedComparison, paired_test, resolution, sample_warning
-from .changes import Change, golden_warning, run_changes, scoring_warnings
+from .changes import Change, golden_warning, label_changes, run_changes, scoring_warnings
+from ..load.labels import LabelChange
 from .judged import judged_warnings
 from .multiple import holm
 
@@ -102,6 +103,8 @@ class Comparison(BaseModel):
     same_golden: bool
     warnings: list[str]
     changes: list[Change]
+    #: the labels of B's golden set that changed after run A and up to run B (`golden history`), oldest first
+    label_changes: list[LabelChange] = []
     skipped: list[str]  # retrievers or cutoffs only one run measured
     rows: list[RetrieverDelta]
 
@@ -157,7 +160,8 @@ def _index(report: RunReport) -> dict[tuple[str, int], dict[str, QuestionResult]
         raise ConfigError(f"run {report.run} has no per-question results: load it with per_question=True")
     rows: dict[tuple[str, int], dict[str, QuestionResult]] = {}
     for row in report.per_question:
-        rows.setdefault((row.retriever, row.k), {})[row.question] = row
+        if row.labelled:  # a question with no judgment has no score to compare (the overlap of rankings does)
+            rows.setdefault((row.retriever, row.k), {})[row.question] = row
     return rows
 
 
@@ -316,7 +320,9 @@ def compare_runs(
     """
     report_a = load_for_comparison(db, run_a)
     report_b = load_for_comparison(db, run_b)
-    return compare_reports(report_a, report_b, metrics=metrics, retrievers=retrievers)
+    comparison = compare_reports(report_a, report_b, metrics=metrics, retrievers=retrievers)
+    comparison.label_changes = label_changes(db, report_a, report_b)
+    return comparison
 
 
 def compare_retrievers(

@@ -147,6 +147,15 @@ def _label_table(db: Database, table: str) -> None:
                           f"(attach --doc), not {table}: run `surreal-eval attach {table} --content FIELD` first")
 
 
+def _see_loaded_labels(db: Database) -> None:
+    """Keep where the labels of a load came from (source 'file'), who loaded them and the digest of each
+    document's text now (surql/labels.surql), for the history and the stale labels of the golden set."""
+    from .labels import who
+
+    db.value("LET $g = fn::seval::golden_set('seval_question'); RETURN fn::seval::see_labels($g, fn::seval::golden_rows($g, NONE, NONE), "
+             "'file', $by)", {"by": who()})
+
+
 def _run(load: Load, body: Callable[[], Any]) -> Any:
     """Run a load after putting right what an earlier one left unfinished; on any failure undo what
     it moved and remove its staging tables (the database is then as it was)."""
@@ -231,13 +240,15 @@ def load_golden(
     create_harness: bool = False,
     on_duplicate: OnDuplicate = "refuse",
     label_table: str | None = None,
+    allow_unlabelled: bool = False,
 ) -> LoadReport:
     """Load golden-set questions (upsert by id), all or none; bare label ids name records of
     `label_table` (seval_article, a table attached with attach_table, or the table its records belong
     to; None: the corpus a run searches by default, fn::seval::default_corpus).
 
     Refused together, in one message: duplicate ids, labels naming documents that do not exist,
-    questions with no labels, questions with no embedding (when no embedder is given). Refused at
+    questions with no judgment (unless `allow_unlabelled`: a question set not judged yet, ranked and left
+    out of every mean), questions with no embedding (when no embedder is given). Refused at
     once, naming the question: empty text, a label twice, grades that do not match the labels, an
     embedding of the wrong dimension. `skipped` in the report is `questions.skipped` when the
     questions come from a BEIR or TREC reader (queries with no judgment).
@@ -251,13 +262,14 @@ def load_golden(
     _label_table(db, label_table)
 
     def body() -> LoadReport:
-        count, labels, embedded = stage_questions(load, questions, staging, problems, set(), label_table)
+        count, labels, embedded = stage_questions(load, questions, staging, problems, set(), label_table, allow_unlabelled)
         problems.check()
         report = LoadReport(table=QUESTIONS, loaded=count, skipped=getattr(questions, "skipped", 0),
                             embedded=embedded, labels=labels, batches=load.batches, duplicates=load.dropped[staging])
         if count:
             load.ensure_harness()
             move_all(load, [Move(staging, QUESTIONS, corpus=False)])
+            _see_loaded_labels(db)
         else:
             remove_staging(db)
         return report.model_copy(update={"seconds": load.seconds(), "harness_imported": load.harness_imported})
@@ -299,6 +311,8 @@ def load_dataset(
         moves = [Move(doc_staging, DOCUMENTS, corpus=True, analyzer=analyzer)] if staged else []
         moves += [Move(question_staging, QUESTIONS, corpus=False)] if count else []
         move_all(load, moves)
+        if count:
+            _see_loaded_labels(db)
         if staged:
             record_article_indexes(db, analyzer)
         remove_staging(db)

@@ -19,6 +19,7 @@ from ..store.connection import Database, record_str
 from ..store.golden import OWN_GOLDEN, GoldenSet, golden_rows
 from ..store.schema import PREFIX, apply, field_path, identifier, require_config
 from .embedders import Embedder
+from .labels import who
 
 __all__ = ["GoldenAttachReport", "attach_golden", "detach_golden", "golden_sets", "list_dangling"]
 
@@ -122,10 +123,15 @@ def attach_golden(
             extras.append({"id": row["id"], "embedding": vector,
                            "text_digest": hashlib.sha256(row["text"].encode("utf-8")).hexdigest()})
     again = db.value("RETURN record::exists(type::record('seval_golden', $t))", {"t": table})
-    apply(db, "UPSERT type::record('seval_golden', $t) CONTENT { attached: true, fields: $fields } RETURN NONE;\n"
+    # (the same fields again: the row as it is, what the last run saw of the set kept)
+    apply(db, "IF type::record('seval_golden', $t).fields != $fields OR !type::record('seval_golden', $t).attached { "
+              "UPSERT type::record('seval_golden', $t) CONTENT { attached: true, fields: $fields } RETURN NONE };\n"
               "FOR $x IN $extras { UPSERT type::record('seval_question_extra', [$x.id]) MERGE "
               "{ embedding: $x.embedding, text_digest: $x.text_digest } RETURN NONE; };",
-          {"t": table, "fields": fields, "extras": extras})
+          {"t": table, "fields": {key: field for key, field in fields.items() if field}, "extras": extras})
+    # the harness sees these labels now: their provenance (source 'table') and the digest of each document's text
+    db.value("LET $g = fn::seval::golden_set($t); RETURN fn::seval::see_labels($g, fn::seval::golden_rows($g, NONE, NONE), 'table', $by)",
+             {"t": table, "by": who()})
     return GoldenAttachReport(table=table, fields=fields, questions=len(rows), labels=sum(len(r["relevant"]) for r in rows),
                               dangling=len(dangling), embedded=len(extras),
                               unembedded=len(to_embed) - len(extras), again=bool(again))

@@ -267,7 +267,7 @@ def _question_row(question: Question, label_table: str = DOCUMENTS) -> dict[str,
 
 def stage_questions(
     load: Load, questions: Iterable[Question], staging: str, problems: Problems, staged_documents: Collection[str],
-    label_table: str = DOCUMENTS,
+    label_table: str = DOCUMENTS, allow_unlabelled: bool = False,
 ) -> tuple[int, int, int]:
     """Stage every question; returns (questions staged, labels, embedded by the embedder). A
     repeated id is handled as `load.on_duplicate` says (module duplicates)."""
@@ -280,7 +280,7 @@ def stage_questions(
 
     def valid(batch: list[Question]) -> Iterator[tuple[Question, dict[str, Any]]]:
         for question in batch:
-            if not question.relevant:
+            if not question.relevant and not question.nonrelevant and not allow_unlabelled:
                 problems.add("questions with no labels", question.id, ids.key(question.id))
                 continue
             row = _question_row(question, label_table)

@@ -81,6 +81,16 @@ def show_comparison(console: Console, comparison: Comparison) -> None:
         console.print(table)
     else:
         console.print("nothing recorded differs between the runs (parameters, corpus, golden set, harness, commit)")
+    if c.label_changes:
+        console.print(f"the golden set changed between the runs ({len(c.label_changes)} changes, `surreal-eval golden history`):")
+        for change in c.label_changes[:20]:
+            who = ", ".join(x for x in (change.source, change.by) if x)
+            plain_line = (f"  {change.action} {change.question}" + (f" -> {change.doc}" if change.doc else "")
+                          + (f" (grade {change.grade:g})" if change.grade is not None else "") + (f" [{who}]" if who else "")
+                          + (f": {change.note}" if change.note else ""))
+            console.print(plain_line, markup=False)
+        if len(c.label_changes) > 20:
+            console.print(f"  ... and {len(c.label_changes) - 20} more")
     for note in c.skipped:
         console.print(f"not compared: {escape(note)}")
     rows = [(r.retriever, r) for r in c.rows]

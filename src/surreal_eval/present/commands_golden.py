@@ -100,3 +100,62 @@ def golden_dangling(golden: GoldenOpt = None, as_json: JsonOpt = False) -> None:
     plain(out, f"{len(found)} labels of {len({r['question'] for r in found})} questions of {chosen.name} name records that no longer exist")
 
 
+
+
+@golden_app.command("label")
+def golden_label(
+    question: Annotated[str, typer.Argument(help="The question, e.g. money_back or question:money_back.")],
+    doc: Annotated[str, typer.Argument(help="The document: table:id, or an id of the corpus a run searches by default.")],
+    grade: Annotated[float, typer.Option("--grade", help="Its grade (above 0; nDCG uses it).")] = 1,
+    not_relevant: Annotated[bool, typer.Option("--not", help="Judge it not relevant instead (judged@k counts it).")] = False,
+    note: Annotated[Optional[str], typer.Option("--note", help="Why: kept with the label.")] = None,
+    by: Annotated[Optional[str], typer.Option("--by", help="Who (default: SURREAL_EVAL_BY, else your user name).")] = None,
+    golden: GoldenOpt = None,
+) -> None:
+    """Add a label found while looking (or, with --not, a judgment of not relevant), keeping who, when and why."""
+    from ..load.labels import add_label
+
+    done = with_db(lambda db: add_label(db, question, doc, golden=golden, grade=grade, relevant=not not_relevant,
+                                        note=note, by=by))
+    said = "judged not relevant" if done.grade <= 0 else f"labelled (grade {done.grade:g})"
+    plain(out, f"{done.question} of {done.golden}: {done.doc} {said} ({done.action}); the next run scores it")
+
+
+@golden_app.command("stale")
+def golden_stale(golden: GoldenOpt = None, as_json: JsonOpt = False) -> None:
+    """List the labels whose document changed since they were made: relabel or confirm them."""
+    import json
+
+    from ..load.labels import stale_labels
+
+    chosen, found = with_db(lambda db: stale_labels(db, golden))
+    if as_json:
+        out.print_json(json.dumps([row.model_dump(mode="json") for row in found]))
+        return
+    if not found:
+        plain(out, f"no label of {chosen.name} is stale: every labelled document is as it was when labelled")
+        return
+    for row in found:
+        seen = row.changed_seen_at.isoformat(timespec="seconds") if row.changed_seen_at else "not yet by a run"
+        plain(out, f"{row.question} -> {row.doc}: labelled {row.labelled_at.isoformat(timespec='seconds')} ({row.source}"
+                   f"{', ' + row.by if row.by else ''}), document changed since (first seen changed: {seen})")
+    plain(out, f"{len(found)} labels of {chosen.name} are stale")
+
+
+@golden_app.command("history")
+def golden_history_command(golden: GoldenOpt = None, as_json: JsonOpt = False) -> None:
+    """List every change to a golden set: labels added, removed, regraded, judged not relevant, seen or gone."""
+    import json
+
+    from ..load.labels import golden_history
+
+    chosen, changes = with_db(lambda db: golden_history(db, golden))
+    if as_json:
+        out.print_json(json.dumps([row.model_dump(mode="json") for row in changes]))
+        return
+    for row in changes:
+        what = f" {row.doc}" + (f" (grade {row.grade:g})" if row.grade is not None else "") if row.doc else ""
+        who = ", ".join(x for x in (row.source, row.by) if x)
+        plain(out, f"{row.at.isoformat(timespec='seconds')} {row.action} {row.question}{what}"
+                   + (f" [{who}]" if who else "") + (f": {row.note}" if row.note else ""))
+    plain(out, f"{len(changes)} changes to {chosen.name}")

@@ -54,6 +54,8 @@ def show_report(console: Console, report: RunReport, *, per_question: bool = Fal
                       f"{used['lists'] - used['reused']} retrieved")
     if report.warning:
         console.print(f"[yellow]warning: {escape(report.warning)}[/yellow]")
+    for line in golden_notes(report):
+        console.print(line, markup=False)
     if report.ann:
         _show_ann(console, report)
     if report.checks:
@@ -112,6 +114,22 @@ def show_rerank(console: Console, report: RunReport) -> None:
                      for m in RERANK_METRICS]
             table.add_row(_plain(first), _fmt(means.get((first, depth), {}).get("recall")), str(k), *cells)
     console.print(table)
+
+
+def golden_notes(report: RunReport) -> list[str]:
+    """One line each for what the run found in its golden set: questions with no judgment, stale labels, labels gone."""
+    golden = report.golden or {}
+    notes = []
+    if golden.get("unlabelled"):
+        notes.append(f"{golden['unlabelled']} of the {report.questions} questions have no judgment: ranked (compare shows how two "
+                     f"rankings overlap) and left out of every mean")
+    if golden.get("stale"):
+        notes.append(f"{golden['stale']} labels are stale: their document changed since they were labelled "
+                     f"(surreal-eval golden stale lists them)")
+    if golden.get("dangling"):
+        notes.append(f"{golden['dangling']} labels name records that no longer exist, each counted as a miss "
+                     f"(surreal-eval golden dangling lists them)")
+    return notes
 
 
 def _show_ann(console: Console, report: RunReport) -> None:

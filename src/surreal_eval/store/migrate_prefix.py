@@ -316,7 +316,7 @@ class _Fingerprints:
         self.plan = plan
         self.golden = (db.value(OLD_GOLDEN),
                        {**db.value("RETURN fn::seval::golden_fingerprint(fn::seval::golden_set('seval_question'), NONE)"),
-                        "dangling": 0})  # 0.1 refused every run with a label gone
+                        "dangling": 0, "stale": 0, "unlabelled": 0})  # 0.1 refused a label gone and a question with none
         old_function = "corpus_fingerprint" in db.value("INFO FOR DB")["functions"]
         self.corpus = {old: (db.value("RETURN fn::corpus_fingerprint($t)", {"t": old}) if old_function else {},
                              db.value("RETURN fn::seval::corpus_fingerprint($t)", {"t": plan.names.get(old, old)}))
@@ -328,11 +328,13 @@ class _Fingerprints:
         _corpus_named(row, self.plan, "params", "corpus")
         if isinstance(row.get("params"), dict):
             row["params"].setdefault("golden", "seval_question")  # 0.1 had one golden set: the harness's own
+            row["params"].setdefault("dangling_labels", "stop")  # and refused every run with a label gone
         golden = row.get("golden") or {}
         if golden.get("fingerprint") and golden.get("fingerprint") == self.golden[0]:
             row["golden"] = dict(self.golden[1])
             self.golden_carried += 1
         elif golden.get("fingerprint"):
+            row["golden"] = {"table": "seval_question", "dangling": 0, "stale": 0, "unlabelled": 0, **golden}
             self.golden_other += 1
         corpus = row.get("corpus")
         if isinstance(corpus, dict) and isinstance(corpus.get("table"), str):

@@ -1,0 +1,137 @@
+"""Labels found while looking (`golden label`), their provenance, the history of a golden set, stale
+labels, and questions with no judgment (ranked, left out of every mean)."""
+
+from __future__ import annotations
+
+import pytest
+from typer.testing import CliRunner
+
+from surreal_eval import Question, Settings, connect, evaluate
+from surreal_eval.analysis.compare import compare_runs
+from surreal_eval.errors import InputError, PermissionDenied, Rejected
+from surreal_eval.load.bulk import load_golden
+from surreal_eval.load.labels import add_label, golden_history, stale_labels
+from surreal_eval.present.cli import app
+from surreal_eval.store.access import grant_evaluator
+
+from .conftest import seed_own, snapshot
+
+runner = CliRunner()
+
+
+def provenance(db, question: str, doc: str) -> dict:
+    return db.value("SELECT source, by, note, grade, origin, digest FROM ONLY type::record('seval_label', [type::record($q), type::record($d)])",
+                    {"q": question, "d": doc})
+
+
+def test_a_load_keeps_where_each_label_came_from_and_the_digest_of_its_document(seeded):
+    kept = seeded.value("SELECT VALUE [source, origin, digest != NONE] FROM seval_label")
+    assert len(kept) == 11 and set(map(tuple, kept)) == {("file", "set", True)}
+    assert {c["action"] for c in seeded.value("SELECT action FROM seval_golden_change")} == {"label-seen"}
+
+
+def test_a_label_added_to_the_harnesss_own_set_goes_into_its_row_and_the_next_run_scores_it(seeded):
+    before = evaluate(seeded, ks=[3], retrievers=["vector"], per_question=True)
+    done = add_label(seeded, "money_back", "update_payment", note="it does answer it", by="ana")
+    assert (done.question, done.doc, done.action) == ("seval_question:money_back", "seval_article:update_payment", "label-added")
+    assert seeded.value("SELECT VALUE relevant FROM ONLY seval_question:money_back")[-1].id == "update_payment"
+    kept = provenance(seeded, "seval_question:money_back", "seval_article:update_payment")
+    assert (kept["source"], kept["by"], kept["note"], kept["origin"]) == ("human", "ana", "it does answer it", "set")
+    after = evaluate(seeded, ks=[3], retrievers=["vector"], per_question=True)
+    assert after.golden["fingerprint"] != before.golden["fingerprint"]
+    (row,) = [r for r in after.per_question if r.question == "seval_question:money_back"]
+    assert "seval_article:update_payment" in row.relevant and row.precision == pytest.approx(1.0)
+    # compare names the label added between the two runs: why the fingerprint changed
+    changes = compare_runs(seeded, before.run, after.run).label_changes
+    assert [(c.action, c.question, c.doc, c.by, c.note) for c in changes] == [
+        ("label-added", "seval_question:money_back", "seval_article:update_payment", "ana", "it does answer it")]
+    add_label(seeded, "money_back", "track_order", relevant=False, note="about parcels", by="ana")
+    assert "seval_article:track_order" in [str(r.table_name) + ":" + str(r.id) for r in seeded.value(
+        "SELECT VALUE nonrelevant FROM ONLY seval_question:money_back")]
+    assert [c.action for c in golden_history(seeded)[1]][-2:] == ["label-added", "judged-not-relevant"]
+
+
+def test_a_label_added_to_an_attached_set_is_kept_on_the_harnesss_side_and_merged_at_every_run(lesson):
+    table = lesson.value("SELECT * FROM question ORDER BY id")
+    add_label(lesson, "money_back", "update_payment", grade=2)
+    assert lesson.value("SELECT * FROM question ORDER BY id") == table  # the user's table is never written
+    kept = provenance(lesson, "question:money_back", "article:update_payment")
+    assert (kept["origin"], kept["grade"]) == ("harness", 2)
+    run = evaluate(lesson, ks=[3], retrievers=["vector"], per_question=True)
+    (row,) = [r for r in run.per_question if r.question == "question:money_back"]
+    assert row.relevant[-1] == "article:update_payment"
+    # the run that first saw the set's own labels kept them as seen in the table, not the added one twice
+    assert lesson.value("SELECT VALUE origin FROM seval_label WHERE question = question:money_back ORDER BY doc") == [
+        "set", "set", "harness"]
+
+
+@pytest.mark.parametrize(("question", "doc", "options", "says"), [
+    ("nowhere", "track_order", {}, "no question seval_question:nowhere in the golden set seval_question"),
+    ("money_back", "gone", {}, "no record seval_article:gone"),
+    ("money_back", "refund_request", {"grade": 2}, "already labelled with seval_article:refund_request at grade 2"),
+    ("money_back", "track_order", {"grade": 0}, "--grade must be a number above 0"),
+    ("money_back", "track_order", {"golden": "nowhere"}, "no golden set nowhere"),
+])
+def test_golden_label_refusals_are_one_line_and_change_nothing(seeded, question, doc, options, says):
+    before = snapshot(seeded)
+    with pytest.raises((InputError, Rejected), match=says):
+        add_label(seeded, question, doc, **options)
+    assert snapshot(seeded) == before
+
+
+def test_an_evaluator_may_not_label_and_the_cli_exits_5_changing_nothing(tmp_path):
+    url = f"surrealkv://{tmp_path / 'store'}"
+    with connect(Settings(url=url)) as owner:
+        from surreal_eval import HarnessConfig, import_harness
+
+        import_harness(owner, HarnessConfig(dimension=4))
+        seed_own(owner)
+        grant_evaluator(owner, "ci", "correct horse battery")
+        before = snapshot(owner)
+    result = runner.invoke(app, ["--url", url, "--access", "seval_evaluator", "--user", "ci", "golden", "label", "money_back",
+                                 "track_order"], env={"SURREAL_EVAL_PASS": "correct horse battery"})
+    assert result.exit_code == 5, result.output
+    assert len(result.stderr.strip().splitlines()) == 1
+    with connect(Settings(url=url)) as owner:
+        assert snapshot(owner) == before
+    with pytest.raises(PermissionDenied):
+        with connect(Settings(url=url, access="seval_evaluator", user="ci", password="correct horse battery")) as ci:
+            add_label(ci, "money_back", "track_order")
+
+
+def test_a_document_rewritten_since_it_was_labelled_is_stale_and_the_run_counts_it(seeded, tmp_path):
+    evaluate(seeded, ks=[1])
+    assert stale_labels(seeded)[1] == []
+    seeded.query("UPDATE seval_article:refund_request SET content = 'Store credit is issued within a week.'")
+    run = evaluate(seeded, ks=[1])
+    assert run.golden["stale"] == 1
+    (stale,) = stale_labels(seeded)[1]
+    assert (stale.question, stale.doc, stale.source) == ("seval_question:money_back", "seval_article:refund_request", "file")
+    assert stale.changed_seen_at is not None and stale.changed_seen_at >= stale.labelled_at
+
+
+def test_the_cli_labels_lists_stale_labels_and_the_history(tmp_path):
+    url = f"surrealkv://{tmp_path / 'store'}"
+    assert runner.invoke(app, ["--url", url, "init", "--demo"]).exit_code == 0
+    labelled = runner.invoke(app, ["--url", url, "golden", "label", "money_back", "update_payment", "--note", "answers it",
+                                   "--by", "ana"])
+    assert labelled.exit_code == 0, labelled.output
+    assert "question:money_back of question: article:update_payment labelled (grade 1) (label-added)" in labelled.stdout
+    with connect(Settings(url=url)) as db:
+        db.query("UPDATE article:track_order SET content = 'We now ship by drone.'")
+    assert runner.invoke(app, ["--url", url, "evaluate", "--k", "1"]).exit_code == 0
+    stale = runner.invoke(app, ["--url", url, "golden", "stale"])
+    assert "question:where_parcel -> article:track_order" in stale.stdout and "1 labels of question are stale" in stale.stdout
+    history = runner.invoke(app, ["--url", url, "golden", "history"])
+    assert "label-added question:money_back article:update_payment (grade 1) [human, ana]: answers it" in history.stdout
+
+
+def test_a_question_with_no_judgment_is_ranked_and_left_out_of_every_mean(seeded):
+    labelled = evaluate(seeded, ks=[3], retrievers=["bm25", "vector"])
+    load_golden(seeded, [Question(id="asked", text="when does my parcel come", embedding=[0.0, 0.1, 0.95, 0.0], relevant=[],
+                                  source="click")], allow_unlabelled=True)
+    run = evaluate(seeded, ks=[3], retrievers=["bm25", "vector"], per_question=True)
+    assert run.questions == 9 and run.golden["unlabelled"] == 1
+    assert [(r.retriever, r.recall) for r in run.results] == [(r.retriever, r.recall) for r in labelled.results]
+    (row,) = [r for r in run.per_question if r.question == "seval_question:asked" and r.retriever == "vector"]
+    assert not row.labelled and row.ranked[0] == "seval_article:track_order"
