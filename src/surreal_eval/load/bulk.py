@@ -147,13 +147,13 @@ def _label_table(db: Database, table: str) -> None:
                           f"(attach --doc), not {table}: run `surreal-eval attach {table} --content FIELD` first")
 
 
-def _see_loaded_labels(db: Database) -> None:
-    """Keep where the labels of a load came from (source 'file'), who loaded them and the digest of each
+def _see_loaded_labels(db: Database, source: str = "file") -> None:
+    """Keep where the labels of a load came from (`source`: 'file', or 'click' for golden from-log), who loaded them and the digest of each
     document's text now (surql/labels.surql), for the history and the stale labels of the golden set."""
     from .labels import who
 
     db.value("LET $g = fn::seval::golden_set('seval_question'); RETURN fn::seval::see_labels($g, fn::seval::golden_rows($g, NONE, NONE), "
-             "'file', $by)", {"by": who()})
+             "$source, $by)", {"by": who(), "source": source})
 
 
 def _run(load: Load, body: Callable[[], Any]) -> Any:
@@ -241,6 +241,7 @@ def load_golden(
     on_duplicate: OnDuplicate = "refuse",
     label_table: str | None = None,
     allow_unlabelled: bool = False,
+    label_source: str = "file",
 ) -> LoadReport:
     """Load golden-set questions (upsert by id), all or none; bare label ids name records of
     `label_table` (seval_article, a table attached with attach_table, or the table its records belong
@@ -248,7 +249,8 @@ def load_golden(
 
     Refused together, in one message: duplicate ids, labels naming documents that do not exist,
     questions with no judgment (unless `allow_unlabelled`: a question set not judged yet, ranked and left
-    out of every mean), questions with no embedding (when no embedder is given). Refused at
+    out of every mean), questions with no embedding (when no embedder is given). Their labels' provenance
+    says `label_source` (surql/labels.surql). Refused at
     once, naming the question: empty text, a label twice, grades that do not match the labels, an
     embedding of the wrong dimension. `skipped` in the report is `questions.skipped` when the
     questions come from a BEIR or TREC reader (queries with no judgment).
@@ -269,7 +271,7 @@ def load_golden(
         if count:
             load.ensure_harness()
             move_all(load, [Move(staging, QUESTIONS, corpus=False)])
-            _see_loaded_labels(db)
+            _see_loaded_labels(db, label_source)
         else:
             remove_staging(db)
         return report.model_copy(update={"seconds": load.seconds(), "harness_imported": load.harness_imported})

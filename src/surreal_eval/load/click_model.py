@@ -1,0 +1,130 @@
+"""Labels from clicks: clicks over expected clicks (COEC), a position-corrected click model.
+
+Users click what is shown high more often whatever it is (position bias), so a click's worth depends on
+where the document was shown. COEC measures each (query, document) pair against what its positions
+would earn an average document:
+
+    CTR(r)        = counted clicks at rank r / impressions with a document at rank r, over the whole log:
+                    the probability that whatever is shown at rank r gets clicked
+    expected(q,d) = sum over the impressions of query q that showed d of CTR(rank d was shown at)
+    COEC(q,d)     = counted clicks on d for q / expected(q,d)
+
+COEC 1 means d was clicked exactly as often as an average document at the same positions; above 1 more
+than its positions explain. A pair becomes a label (`ClickModel.label`) when it was shown at least
+`min_impressions` times, clicked by at least `min_users` distinct users (sessions where the log has no
+user; impressions where it has neither: one user's repeated clicks never make a label alone) and its
+COEC is at least `threshold` (default 1.0: clicked more than its positions explain).
+
+Dwell: a click whose dwell is below `min_dwell` seconds (default 5) does not count as a click anywhere
+(a bounce). A label's grade is 2 when at least half of its counted clicks with a dwell lasted
+`satisfied_dwell` seconds or more (default 30, a satisfied click), else 1; with no dwell given, 1.
+
+Shown but never clicked: left unjudged (a document seldom examined low in the list says nothing), unless
+`unclicked_not_relevant`, when a document shown at least `min_impressions` times and never clicked is
+judged not relevant (grade 0). `position_correction=False` replaces CTR(r) with the log's mean CTR at
+every rank (plain click-through rate against the average): an ablation, to measure what the
+correction buys.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from pydantic import BaseModel, Field
+
+from .search_log import Impression, normalise
+
+__all__ = ["ClickModel", "PairStats", "derive_labels", "rank_ctr"]
+
+
+class ClickModel(BaseModel):
+    """The thresholds of the COEC click model (module docstring)."""
+
+    min_impressions: int = Field(default=3, ge=1)
+    min_users: int = Field(default=2, ge=1)
+    threshold: float = Field(default=1.0, ge=0)
+    min_dwell: float = Field(default=5.0, ge=0)
+    satisfied_dwell: float = Field(default=30.0, ge=0)
+    unclicked_not_relevant: bool = False
+    position_correction: bool = True
+
+    def counted(self, impression: Impression) -> list[str]:
+        """The clicks of an impression that count: those with no dwell, or a dwell of at least min_dwell."""
+        dwell = impression.dwell or {}
+        return [d for d in impression.clicked if dwell.get(d, self.min_dwell) >= self.min_dwell]
+
+
+@dataclass
+class PairStats:
+    """What the log says about one (normalised query, document) pair."""
+
+    impressions: int = 0
+    clicks: int = 0
+    expected: float = 0.0
+    users: set[str] = field(default_factory=set)
+    dwells: list[float] = field(default_factory=list)
+
+    @property
+    def coec(self) -> float:
+        return self.clicks / self.expected if self.expected > 0 else 0.0
+
+
+def rank_ctr(impressions: Iterable[Impression], model: ClickModel) -> dict[int, float]:
+    """CTR(r) for every rank r (1 = first) shown in the log: counted clicks at r / impressions reaching r."""
+    shown: dict[int, int] = defaultdict(int)
+    clicked: dict[int, int] = defaultdict(int)
+    for impression in impressions:
+        counted = set(model.counted(impression))
+        for rank, doc in enumerate(impression.shown, start=1):
+            shown[rank] += 1
+            clicked[rank] += doc in counted
+    if not model.position_correction:
+        mean = sum(clicked.values()) / sum(shown.values()) if shown else 0.0
+        return {rank: mean for rank in shown}
+    return {rank: clicked[rank] / shown[rank] for rank in shown}
+
+
+def pair_stats(impressions: list[Impression], model: ClickModel, queries: set[str] | None = None) -> dict[str, dict[str, PairStats]]:
+    """{normalised query: {document: PairStats}} for the queries `queries` (None: all), CTR(r) taken over the whole log."""
+    ctr = rank_ctr(impressions, model)
+    found: dict[str, dict[str, PairStats]] = defaultdict(lambda: defaultdict(PairStats))
+    for impression in impressions:
+        query = normalise(impression.query)
+        if queries is not None and query not in queries:
+            continue
+        counted = set(model.counted(impression))
+        for rank, doc in enumerate(impression.shown, start=1):
+            pair = found[query][doc]
+            pair.impressions += 1
+            pair.expected += ctr[rank]
+            if doc in counted:
+                pair.clicks += 1
+                pair.users.add(impression.who())
+                if impression.dwell and doc in impression.dwell:
+                    pair.dwells.append(impression.dwell[doc])
+    return found
+
+
+def _grade(pair: PairStats, model: ClickModel) -> int:
+    if not pair.dwells:
+        return 1
+    satisfied = sum(d >= model.satisfied_dwell for d in pair.dwells)
+    return 2 if 2 * satisfied >= len(pair.dwells) else 1
+
+
+def derive_labels(impressions: list[Impression], model: ClickModel, queries: set[str] | None = None
+                  ) -> dict[str, tuple[dict[str, int], list[str]]]:
+    """{normalised query: ({document: grade}, [documents judged not relevant])} for the queries `queries`
+    (None: all), each query's documents in the order first shown; a query with neither is absent."""
+    derived: dict[str, tuple[dict[str, int], list[str]]] = {}
+    for query, pairs in pair_stats(impressions, model, queries).items():
+        labels = {doc: _grade(p, model) for doc, p in pairs.items()
+                  if p.impressions >= model.min_impressions and len(p.users) >= model.min_users and p.clicks
+                  and p.coec >= model.threshold}
+        unclicked = [doc for doc, p in pairs.items()
+                     if model.unclicked_not_relevant and p.clicks == 0 and p.impressions >= model.min_impressions]
+        if labels or unclicked:
+            derived[query] = (labels, unclicked)
+    return derived

@@ -1,0 +1,64 @@
+"""`golden from-log`: a search log made into a question set with click labels (load/from_log.py)."""
+
+from __future__ import annotations
+
+from enum import Enum
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from .app import JsonOpt, out, plain, table_name
+from .commands_golden import golden_app
+from .commands_load import EmbedderOpt, _embedder, _load
+
+
+class LogFormat(str, Enum):
+    auto = "auto"
+    jsonl = "jsonl"
+    csv = "csv"
+
+
+@golden_app.command("from-log")
+def golden_from_log(
+    path: Annotated[Path, typer.Argument(help="Search log, one impression a line: JSONL or CSV {query, shown, clicked, dwell?, session?, user?, time?}.")],
+    fmt: Annotated[LogFormat, typer.Option("--format", help="File format; auto: by suffix.")] = LogFormat.auto,
+    top: Annotated[int, typer.Option("--top", min=0, help="Take the N most frequent queries (the head).")] = 50,
+    sample: Annotated[int, typer.Option("--sample", min=0, help="And M more drawn from the rest in proportion to their frequency (the tail).")] = 50,
+    seed: Annotated[int, typer.Option("--seed", help="Seed of the tail's draw (the same log and seed give the same set).")] = 0,
+    min_impressions: Annotated[int, typer.Option("--min-impressions", min=1, help="A label needs the document shown for the query at least this often.")] = 3,
+    min_users: Annotated[int, typer.Option("--min-users", min=1, help="... and clicked by this many distinct users (sessions, else impressions).")] = 2,
+    threshold: Annotated[float, typer.Option("--threshold", min=0, help="... and clicks over expected clicks (COEC) at least this (1: clicked more than its positions explain).")] = 1.0,
+    min_dwell: Annotated[float, typer.Option("--min-dwell", min=0, help="A click with a dwell shorter than this many seconds does not count.")] = 5.0,
+    satisfied_dwell: Annotated[float, typer.Option("--satisfied-dwell", min=0, help="Grade 2 when at least half a label's clicks with a dwell lasted this long (seconds).")] = 30.0,
+    unclicked_not_relevant: Annotated[bool, typer.Option("--unclicked-not-relevant", help="Judge documents shown --min-impressions times and never clicked not relevant (default: unjudged).")] = False,
+    corpus: Annotated[Optional[str], typer.Option("--corpus", help="The table bare ids name (default: the corpus a run searches by default).")] = None,
+    embedder: EmbedderOpt = None,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Read, check and derive, and say what would be loaded, writing nothing.")] = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Make a search log into questions (source click, with their frequency) and labels from clicks, all or nothing."""
+    from ..load.click_model import ClickModel
+    from ..load.from_log import golden_from_log as from_log
+
+    table_name(corpus, "--corpus table")
+    model = ClickModel(min_impressions=min_impressions, min_users=min_users, threshold=threshold, min_dwell=min_dwell,
+                       satisfied_dwell=satisfied_dwell, unclicked_not_relevant=unclicked_not_relevant)
+    embed = _embedder(embedder)
+    report = _load(lambda db, progress: from_log(db, path, format=fmt.value, top=top, sample=sample, seed=seed, model=model,
+                                                 embedder=embed, label_table=corpus, progress=progress, load=not dry_run), embed)
+    if as_json:
+        out.print_json(report.model_dump_json())
+        return
+    grades = ", ".join(f"{n} of grade {g}" for g, n in report.grades.items())
+    verb = "would load" if dry_run else "loaded"
+    plain(out, f"read {report.impressions} impressions of {report.queries} distinct queries from {path}")
+    plain(out, f"{verb} {report.questions} questions (source click): {report.head} most frequent and {report.tail} "
+               f"drawn from the rest by frequency (seed {seed})")
+    plain(out, f"{report.labels} labels from clicks ({grades or 'none'}) on {report.labelled} questions; "
+               f"{report.unlabelled} questions have no label (ranked, left out of every mean)"
+               + (f"; {report.judged_not_relevant} documents judged not relevant" if report.judged_not_relevant else ""))
+    plain(out, f"a label: shown >= {min_impressions} times, clicked by >= {min_users} users, clicks over expected clicks >= {threshold:g}"
+               f" (clicks with dwell < {min_dwell:g} s not counted)")
+    if report.reused_embeddings:
+        plain(out, f"{report.reused_embeddings} questions took the embedding of a stored question with the same text (no --embedder)")
