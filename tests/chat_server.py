@@ -54,6 +54,8 @@ class ChatServer(ThreadingHTTPServer):
         self.lock = threading.Lock()
         self.rules: dict[str, str] = {}
         self.fail_first = 0
+        self.fail_status = 500  # the status of those first failures (429 sends Retry-After: 0)
+        self.in_flight = self.most_in_flight = 0
         self.status: int | None = None  # answer every chat request with this status
         self.delay = 0.0
         self.requests = 0
@@ -129,10 +131,22 @@ class Handler(BaseHTTPRequestHandler):
             server.authorization.append(self.headers.get("authorization"))
             failing = server.fail_first > 0
             server.fail_first -= 1 if failing else 0
+            server.in_flight += 1
+            server.most_in_flight = max(server.most_in_flight, server.in_flight)
+        try:
+            self.answer(body, prompt, failing)
+        finally:
+            with server.lock:
+                server.in_flight -= 1
+
+    def answer(self, body: dict, prompt: str, failing: bool) -> None:
+        server = self.server
         time.sleep(server.delay)
         behaviour, text = server.reply_to(prompt)
         if failing or server.status is not None:
-            return self.send(server.status or 500, {"error": {"message": "the model is overloaded"}})
+            status = server.status or server.fail_status
+            return self.send(status, {"error": {"message": "the model is overloaded"}},
+                             {"retry-after": "0"} if status == 429 else None)
         if behaviour in ("500", "429"):
             return self.send(int(behaviour), {"error": {"message": "try later"}}, {"retry-after": "0"})
         if behaviour == "timeout":

@@ -168,12 +168,10 @@ class OpenAIChat:
             progress(done)
         if todo:
             with ThreadPoolExecutor(max_workers=min(self.concurrency, len(todo))) as pool:
-                futures = {i: pool.submit(self._ask, conversations[i]) for i in todo}
+                futures = {i: pool.submit(self._ask_and_keep, conversations[i], keys[i]) for i in todo}
                 try:
                     for i, future in futures.items():
                         answers[i] = future.result()
-                        if self.cache is not None:
-                            self.cache.put(keys[i], answers[i] or "", self.name)
                         done += 1
                         if progress is not None:
                             progress(done)
@@ -184,6 +182,13 @@ class OpenAIChat:
         return [a or "" for a in answers]
 
     # -- one request ---------------------------------------------------------------------------
+
+    def _ask_and_keep(self, messages: Messages, key: str) -> str:
+        """The answer, cached as soon as it arrives (an answer received before another request fails is kept)."""
+        answer = self._ask(messages)
+        if self.cache is not None:
+            self.cache.put(key, answer, self.name)
+        return answer
 
     def _ask(self, messages: Messages) -> str:
         retrying = Retrying(retry=retry_if_exception_type(_Transient), stop=stop_after_attempt(self.max_retries + 1),
