@@ -162,3 +162,12 @@ def test_an_evaluator_may_not_generate_exit_5_no_request_nothing_changed(store, 
     with pytest.raises(PermissionDenied):  # the write itself is refused too, whatever the caller checks
         with connect(Settings(url=store, access="seval_evaluator", user="ci", password="correct horse battery")) as ci:
             ci.value("RETURN fn::seval::add_generated([], 'm', 'p', NONE)")
+
+
+def test_the_readme_shows_the_default_prompt_as_shipped():
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    shown = "\n".join(line.removeprefix("  ") for line in readme.split("### Questions a model writes", 1)[1]
+                      .split("```text\n", 1)[1].split("  ```", 1)[0].splitlines())
+    assert shown.strip() == default_prompt().strip()
