@@ -12,7 +12,10 @@ from typing import NoReturn, Sequence
 import typer
 from typer._click import ClickException  # typer vendors click: its usage errors are these
 
-from . import commands_analysis, commands_golden, commands_golden_log, commands_load, commands_retrievers, commands_runs, commands_supplied  # noqa: F401 - registering is importing
+from . import (  # noqa: F401 - registering is importing
+    commands_analysis, commands_generate, commands_golden, commands_golden_log, commands_load, commands_retrievers,
+    commands_runs, commands_supplied,
+)
 from ..errors import SurrealEvalError
 from .app import app, err
 
@@ -29,7 +32,7 @@ EXIT_CODES = {
     1: "the gate regressed",
     2: "bad input: an option, argument, file, row or id",
     3: "connection or store: unreachable, refused credentials, busy store, a failed query",
-    4: "an embedder, search endpoint or reranker failed",
+    4: "an embedder, search endpoint, reranker or chat model failed",
     5: "permission denied: the signed-in user may not do this",
     70: "internal error (a bug: the traceback is printed)",
     130: "interrupted (Ctrl-C)",
