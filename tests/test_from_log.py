@@ -261,3 +261,14 @@ def test_position_correction_recovers_more_and_random_clicks_recover_little(cisi
     noise = tmp_path / "random.jsonl"
     click_log.write_log(click_log.simulate(folder, impressions=4000, seed=11, random_clicks=True), noise)
     assert _recovery(folder, noise, ClickModel())[0] < 0.6
+
+
+def test_one_document_spelt_bare_and_as_table_id_is_one_document(seeded, tmp_path):
+    spelt = [dict(GOOD[0], shown=["refund_request", "track_order"], user="u0"),
+             dict(GOOD[0], shown=["seval_article:refund_request", "track_order"], clicked=["seval_article:refund_request"],
+                  dwell={"seval_article:refund_request": 50}, user="u1"),
+             dict(GOOD[0], user="u2")]
+    report = golden_from_log(seeded, write(tmp_path / "spelt.jsonl", spelt), embedder=FixedEmbedder())
+    money = click_question_id("how do i get my money back")
+    row = seeded.value("SELECT relevant FROM ONLY type::record('seval_question', $id)", {"id": money})
+    assert (report.labels, [r.id for r in row["relevant"]]) == (1, ["refund_request"])

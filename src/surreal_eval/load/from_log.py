@@ -72,6 +72,14 @@ def _check_ids(db: Database, impressions: list[Impression], label_table: str, so
                 raise InputError(f"id {doc!r} names no record ({record_str(record)} does not exist)", source=source, line=line)
 
 
+def _canonical(impressions: list[Impression], label_table: str) -> list[Impression]:
+    """`impressions` with every id written as the record it names (`5` and `seval_article:5` alike become
+    `seval_article:5`), so one document is one document however the log spells it."""
+    name = lambda doc: record_str(to_record(doc, label_table))  # noqa: E731
+    return [i.model_copy(update={"shown": list(dict.fromkeys(map(name, i.shown))), "clicked": list(dict.fromkeys(map(name, i.clicked))),
+                                 "dwell": {name(d): v for d, v in i.dwell.items()} if i.dwell else i.dwell}) for i in impressions]
+
+
 def _stored_embeddings(db: Database, texts: list[str]) -> dict[str, list[float]]:
     """{text: embedding} of the questions of the harness's own set whose text is one of `texts`."""
     rows = db.value("SELECT text, embedding FROM seval_question WHERE text IN $texts AND embedding != NONE", {"texts": texts})
@@ -124,6 +132,7 @@ def golden_from_log(
         label_table = db.value("RETURN fn::seval::default_corpus()") or DOCUMENTS
     impressions = list(read_log(Path(path), format=format))
     _check_ids(db, impressions, label_table, source)
+    impressions = _canonical(impressions, label_table)
     head, tail = sample_queries(group_queries(impressions), top=top, sample=sample, seed=seed)
     questions = log_questions(impressions, head + tail, model)
     reused = 0
