@@ -12,7 +12,7 @@ from typing import NoReturn, Sequence
 import typer
 from typer._click import ClickException  # typer vendors click: its usage errors are these
 
-from . import commands_analysis, commands_golden, commands_load, commands_retrievers, commands_runs, commands_supplied  # noqa: F401 - registering is importing
+from . import commands_analysis, commands_golden, commands_golden_promote, commands_load, commands_retrievers, commands_runs, commands_supplied  # noqa: F401 - registering is importing
 from ..errors import SurrealEvalError
 from .app import app, err
 
