@@ -60,6 +60,8 @@ class LabelChange(BaseModel):
     by: Optional[str] = None
     note: Optional[str] = None
     at: datetime
+    #: when the question failed in production (golden promote), as its file said
+    failed_at: Optional[datetime] = None
 
 
 def who() -> str:
