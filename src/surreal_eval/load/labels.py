@@ -85,6 +85,8 @@ def _document(db: Database, doc: str | RecordID) -> RecordID:
     table, sep, _ = doc.partition(":")
     if sep and table in db.value("RETURN fn::seval::label_tables()"):
         return to_record(doc, table)
+    if sep and table in db.value("INFO FOR DB")["tables"]:  # a table labels may not name: refused naming it
+        return to_record(doc, table)
     return to_record(doc, db.value("RETURN fn::seval::default_corpus()"))
 
 
