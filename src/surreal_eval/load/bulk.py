@@ -51,6 +51,7 @@ from ..store.schema import DOCUMENTS, HARNESS_SCRIPTS, corpus_tables, harness_co
 from .duplicates import OnDuplicate
 from .embedding import Embedder
 from .move import Move, move_all
+from .promote import keep_promoted
 from .rows import DEFAULT_BATCH_SIZE
 from .staging import Load, Problems, Progress, stage_documents, stage_questions
 
@@ -242,6 +243,7 @@ def load_golden(
     label_table: str | None = None,
     allow_unlabelled: bool = False,
     label_source: str = "file",
+    demote: bool = False,
 ) -> LoadReport:
     """Load golden-set questions (upsert by id), all or none; bare label ids name records of
     `label_table` (seval_article, a table attached with attach_table, or the table its records belong
@@ -252,8 +254,9 @@ def load_golden(
     out of every mean), questions with no embedding (when no embedder is given). Their labels' provenance
     says `label_source` (surql/labels.surql). Refused at
     once, naming the question: empty text, a label twice, grades that do not match the labels, an
-    embedding of the wrong dimension. `skipped` in the report is `questions.skipped` when the
-    questions come from a BEIR or TREC reader (queries with no judgment).
+    embedding of the wrong dimension, and (unless `demote`) another source for, or a label dropped from,
+    a question promoted from a production failure (load/promote.py keep_promoted). `skipped` in the report
+    is `questions.skipped` when the questions come from a BEIR or TREC reader (queries with no judgment).
     """
     load = Load(db, batch_size=batch_size, embedder=embedder, progress=progress, create_harness=create_harness,
                 on_duplicate=on_duplicate)
@@ -263,15 +266,23 @@ def load_golden(
         label_table = db.value("RETURN fn::seval::default_corpus()") if harness_config(db) else DOCUMENTS
     _label_table(db, label_table)
 
+    demoted: list[RecordID] = []
+    read, questions = questions, keep_promoted(db, questions, label_table, demote=demote, demoted=demoted)
+
     def body() -> LoadReport:
         count, labels, embedded = stage_questions(load, questions, staging, problems, set(), label_table, allow_unlabelled)
         problems.check()
-        report = LoadReport(table=QUESTIONS, loaded=count, skipped=getattr(questions, "skipped", 0),
+        report = LoadReport(table=QUESTIONS, loaded=count, skipped=getattr(read, "skipped", 0),
                             embedded=embedded, labels=labels, batches=load.batches, duplicates=load.dropped[staging])
         if count:
             load.ensure_harness()
             move_all(load, [Move(staging, QUESTIONS, corpus=False)])
             _see_loaded_labels(db, label_source)
+            _see_loaded_labels(db)
+            if demoted:
+                from .labels import who
+
+                db.value("RETURN fn::seval::record_demoted($ids, $by)", {"ids": demoted, "by": who()})
         else:
             remove_staging(db)
         return report.model_copy(update={"seconds": load.seconds(), "harness_imported": load.harness_imported})
@@ -302,6 +313,7 @@ def load_dataset(
                 on_duplicate=on_duplicate)
     doc_staging, question_staging = STAGING_PREFIX + DOCUMENTS, STAGING_PREFIX + QUESTIONS
     doc_problems, question_problems = Problems("corpus"), Problems("golden set")
+    read, questions = questions, keep_promoted(db, questions, DOCUMENTS)
 
     def body() -> DatasetReport:
         staged, doc_embedded = stage_documents(load, documents, doc_staging, doc_problems, "article")
@@ -323,7 +335,7 @@ def load_dataset(
             corpus=LoadReport(table=DOCUMENTS, loaded=len(staged), embedded=doc_embedded, batches=doc_batches,
                               duplicates=load.dropped[doc_staging], seconds=seconds, harness_imported=load.harness_imported,
                               **(_mark_ingest(db, DOCUMENTS, len(staged), source) if staged else {})),
-            golden=LoadReport(table=QUESTIONS, loaded=count, skipped=getattr(questions, "skipped", 0),
+            golden=LoadReport(table=QUESTIONS, loaded=count, skipped=getattr(read, "skipped", 0),
                               embedded=q_embedded, labels=labels, batches=load.batches - doc_batches,
                               duplicates=load.dropped[question_staging], seconds=seconds),
             seconds=seconds,

@@ -60,6 +60,8 @@ class LabelChange(BaseModel):
     by: Optional[str] = None
     note: Optional[str] = None
     at: datetime
+    #: when the question failed in production (golden promote), as its file said
+    failed_at: Optional[datetime] = None
 
 
 def who() -> str:
@@ -82,6 +84,8 @@ def _document(db: Database, doc: str | RecordID) -> RecordID:
         return doc
     table, sep, _ = doc.partition(":")
     if sep and table in db.value("RETURN fn::seval::label_tables()"):
+        return to_record(doc, table)
+    if sep and table in db.value("INFO FOR DB")["tables"]:  # a table labels may not name: refused naming it
         return to_record(doc, table)
     return to_record(doc, db.value("RETURN fn::seval::default_corpus()"))
 

@@ -157,5 +157,6 @@ def golden_history_command(golden: GoldenOpt = None, as_json: JsonOpt = False) -
         what = f" {row.doc}" + (f" (grade {row.grade:g})" if row.grade is not None else "") if row.doc else ""
         who = ", ".join(x for x in (row.source, row.by) if x)
         plain(out, f"{row.at.isoformat(timespec='seconds')} {row.action} {row.question}{what}"
-                   + (f" [{who}]" if who else "") + (f": {row.note}" if row.note else ""))
+                   + (f" [{who}]" if who else "") + (f": {row.note}" if row.note else "")
+                   + (f" (failed {row.failed_at.isoformat(timespec='seconds')})" if row.failed_at else ""))
     plain(out, f"{len(changes)} changes to {chosen.name}")

@@ -133,6 +133,7 @@ def load_golden(
     on_duplicate: DuplicateOpt = OnDuplicate.refuse,
     corpus: Annotated[Optional[str], typer.Option("--corpus", help="The table bare label ids name: seval_article, an attached table or the table its records belong to (default: the corpus holding records).")] = None,
     allow_unlabelled: Annotated[bool, typer.Option("--allow-unlabelled", help="Keep questions with no judgment (ranked, left out of every mean) instead of refusing them.")] = False,
+    demote: Annotated[bool, typer.Option("--demote", help="Let this load give another source to, or drop labels of, questions promoted from production failures (kept in golden history).")] = False,
 ) -> None:
     """Load golden-set questions (all or none, upsert by id); their labels must name stored records."""
     from ..load.bulk import load_golden as ingest_golden
@@ -143,7 +144,7 @@ def load_golden(
     report = _load(lambda db, progress: ingest_golden(
         db, read_questions(path, format=fmt.value, split=split, queries=queries), embedder=model,
         batch_size=batch_size, progress=progress, create_harness=True, on_duplicate=on_duplicate.value,
-        label_table=corpus, allow_unlabelled=allow_unlabelled), model)
+        label_table=corpus, allow_unlabelled=allow_unlabelled, demote=demote), model)
     skipped = f"; skipped {report.skipped} queries with no judgment" if report.skipped else ""
     plain(out, f"loaded {_loaded(report, 'questions')} ({report.labels} labels) from {path}{skipped} "
               f"in {report.seconds:.1f} s{_harness_note(report)}")
