@@ -278,7 +278,6 @@ def load_golden(
             load.ensure_harness()
             move_all(load, [Move(staging, QUESTIONS, corpus=False)])
             _see_loaded_labels(db, label_source)
-            _see_loaded_labels(db)
             if demoted:
                 from .labels import who
 
