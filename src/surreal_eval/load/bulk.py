@@ -50,6 +50,7 @@ from ..store.journal import STAGING_PREFIX, STALE_LOAD, UNDO_PREFIX, recover_loa
 from ..store.schema import DOCUMENTS, HARNESS_SCRIPTS, corpus_tables, harness_config, harness_table, identifier, record_article_indexes, surql_dir
 from .duplicates import OnDuplicate
 from .embedding import Embedder
+from .labels import set_provenance
 from .move import Move, move_all
 from .rows import DEFAULT_BATCH_SIZE
 from .staging import Load, Problems, Progress, stage_documents, stage_questions
@@ -261,8 +262,16 @@ def load_golden(
         label_table = db.value("RETURN fn::seval::default_corpus()") if harness_config(db) else DOCUMENTS
     _label_table(db, label_table)
 
+    provenance: dict[str, dict] = {}  # what the file says of where each judgment came from (golden export)
+
+    def kept(rows: Iterable[Question]) -> Iterable[Question]:
+        for question in rows:
+            if question.provenance:
+                provenance[question.id] = question.provenance
+            yield question
+
     def body() -> LoadReport:
-        count, labels, embedded = stage_questions(load, questions, staging, problems, set(), label_table, allow_unlabelled)
+        count, labels, embedded = stage_questions(load, kept(questions), staging, problems, set(), label_table, allow_unlabelled)
         problems.check()
         report = LoadReport(table=QUESTIONS, loaded=count, skipped=getattr(questions, "skipped", 0),
                             embedded=embedded, labels=labels, batches=load.batches, duplicates=load.dropped[staging])
@@ -270,6 +279,7 @@ def load_golden(
             load.ensure_harness()
             move_all(load, [Move(staging, QUESTIONS, corpus=False)])
             _see_loaded_labels(db)
+            set_provenance(db, QUESTIONS, provenance, label_table)
         else:
             remove_staging(db)
         return report.model_copy(update={"seconds": load.seconds(), "harness_imported": load.harness_imported})
