@@ -34,7 +34,7 @@ def test_the_page_is_self_contained_and_has_every_section(history, tmp_path):
     assert "Plotly.newPlot" in page and len(page) > 1_000_000
     assert re.search(r'<body data-figures="trend matrix slices-category slices-source">', page)
     assert FIGURE.findall(page) == ["trend", "matrix", "slices-category", "slices-source"]
-    for heading in ("Trend", "Latest run", "Per question: recall@3", "Slices", "real and synthetic questions side by side"):
+    for heading in ("Trend", "Latest run", "Per question: recall@3", "Slices", "by question source, side by side"):
         assert heading in page
     # the comparison with the previous run names the broken question, and what changed
     assert "money_back 1.00→0.00" in page and "params.floor" in page

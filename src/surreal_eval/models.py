@@ -135,6 +135,19 @@ class Passage(BaseModel):
     grade: float = Field(default=1, gt=0)
 
 
+class LabelProvenance(BaseModel):
+    """Where one judgment of a question came from (seval_label): `load golden` keeps it instead of source
+    'file'. `origin` 'harness' marks a label added on the harness's side to an attached set (to merge into it)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    source: Literal["human", "click", "model", "file", "table", "production-failure"] = "file"
+    by: str | None = None
+    note: str | None = None
+    added_at: datetime | None = None
+    origin: Literal["set", "harness"] | None = None
+
+
 class Question(_Row):
     """One golden-set question with the articles that answer it and a grade per label (default 1).
 
@@ -158,6 +171,8 @@ class Question(_Row):
     passages: list[Passage] | None = None
     #: documents judged non-relevant (a grade of 0 or less): not labels, but judged (judged@k)
     nonrelevant: list[str] | None = None
+    #: per judged document (a label or a non-relevant one), where the judgment came from (`golden export` writes it)
+    provenance: dict[str, LabelProvenance] | None = None
     #: (file, line) the row was read from, for messages; never stored
     _origin: tuple[str, int] | None = PrivateAttr(default=None)
 
@@ -165,6 +180,13 @@ class Question(_Row):
     @classmethod
     def _grade_numbers(cls, value: Any) -> Any:
         return _numbers(value, "grades")
+
+    @model_validator(mode="after")
+    def _provenance_of_judgments(self) -> "Question":
+        unknown = sorted(set(self.provenance or {}) - set(self.relevant) - set(self.nonrelevant or []))
+        if unknown:
+            raise ValueError(f"provenance of {unknown[0]}, which the question does not judge (not in relevant or nonrelevant)")
+        return self
 
 
 class Bounds(BaseModel):

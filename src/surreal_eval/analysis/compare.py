@@ -32,6 +32,7 @@ from .changes import Change, golden_warning, label_changes, run_changes, scoring
 from ..load.labels import LabelChange
 from .judged import judged_warnings
 from .multiple import holm
+from .sources import SourceDelta, question_sources, source_deltas
 
 __all__ = [
     "Change",
@@ -105,6 +106,8 @@ class Comparison(BaseModel):
     changes: list[Change]
     #: the labels of B's golden set that changed after run A and up to run B (`golden history`), oldest first
     label_changes: list[LabelChange] = []
+    #: per question source (when the shared questions hold several), B - A per retriever and metric (analysis.sources)
+    by_source: list[SourceDelta] = []
     skipped: list[str]  # retrievers or cutoffs only one run measured
     rows: list[RetrieverDelta]
 
@@ -322,6 +325,8 @@ def compare_runs(
     report_b = load_for_comparison(db, run_b)
     comparison = compare_reports(report_a, report_b, metrics=metrics, retrievers=retrievers)
     comparison.label_changes = label_changes(db, report_a, report_b)
+    comparison.by_source = source_deltas(report_a, report_b, question_sources(db, report_b.run, max(report_b.ks)),
+                                         [(r.retriever, r.metric) for r in comparison.rows])
     return comparison
 
 

@@ -16,6 +16,9 @@ from ..runs.history import history
 from ..store.connection import Database, record_str
 from .compare import Comparison, compare_reports
 from .slices import Slice, slices
+from .sources import SourceDelta, SourceMean, question_sources, run_source_means, source_deltas
+from ..errors import SurrealEvalError
+from ..load.labels import StaleLabel, stale_labels
 
 __all__ = ["ReportData", "report_data"]
 
@@ -33,6 +36,12 @@ class ReportData:
     comparison: Comparison | None
     note: str | None  # why the latest run was not compared with the previous one
     slices: list[Slice]
+    #: the latest run's means per question source, real first with the gap (analysis.sources; empty: one source)
+    sources: list[SourceMean] = ()
+    #: per question source, the latest run against the previous one (B - A)
+    source_deltas: list[SourceDelta] = ()
+    #: the judgments of the latest run's golden set whose document changed since they were made
+    stale: list[StaleLabel] = ()
 
 
 def _choose_metric(metric: str | None, report: RunReport) -> MetricSpec:
@@ -68,5 +77,17 @@ def report_data(db: Database, *, runs: Iterable[str | RecordID] | None = None, m
             comparison = compare_reports(previous, latest, metrics=[str(spec)])
         except ConfigError as error:
             note = f"not compared with the previous run {previous.run}: {error}"
+    deltas = []
+    if comparison is not None:
+        deltas = source_deltas(previous, latest, question_sources(db, latest.run, spec.k), [(r.retriever, r.metric) for r in comparison.rows])
     return ReportData(runs=summaries, latest=latest, spec=spec, comparison=comparison, note=note,
-                      slices=slices(db, latest.run, str(spec), by=SLICE_BY))
+                      slices=slices(db, latest.run, str(spec), by=SLICE_BY), sources=run_source_means(db, latest.run, str(spec)),
+                      source_deltas=deltas, stale=_stale(db, latest))
+
+
+def _stale(db: Database, latest: RunReport) -> list[StaleLabel]:
+    """The stale judgments of the golden set the latest run measured, as it is now (none when it is gone)."""
+    try:
+        return stale_labels(db, latest.params.get("golden") or "seval_question")[1]
+    except SurrealEvalError:  # the golden set was detached since: nothing to mark
+        return []

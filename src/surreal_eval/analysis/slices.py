@@ -8,7 +8,7 @@ and 95% percentile bootstrap interval (`stats.confidence_interval`). The fields 
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from pydantic import BaseModel
 from surrealdb import RecordID
@@ -16,10 +16,10 @@ from surrealdb import RecordID
 from ..store.connection import Database, record_str
 from ..errors import ConfigError, NotFound
 from ..runs.record import resolve_run, run_metrics, run_order
-from ..grammar import parse_metric
+from ..grammar import MetricSpec, parse_metric
 from ..stats import confidence_interval
 
-__all__ = ["SLICE_FIELDS", "Slice", "slices"]
+__all__ = ["SLICE_FIELDS", "Slice", "scored_rows", "slices"]
 
 #: The question fields a run can be sliced by.
 SLICE_FIELDS = ("category", "language", "source", "split")
@@ -47,16 +47,9 @@ def _fields(by: str | Iterable[str]) -> list[str]:
     return list(dict.fromkeys(names))
 
 
-def slices(
-    db: Database,
-    run: str | RecordID,
-    metric: str = "recall@5",
-    by: str | Iterable[str] = ("category", "language", "source"),
-) -> list[Slice]:
-    """Every slice of `run` (`seval_run:x`, `x`, `latest`, `previous`) on `metric` (NAME@K), per field
-    of `by` and retriever: ordered by field as given, then value (unset last), then retriever in
-    the run's order."""
-    fields = _fields(by)
+def scored_rows(db: Database, run: str | RecordID, metric: str) -> tuple[MetricSpec, list[dict], Callable]:
+    """Run `run`'s labelled per-question results at `metric`'s cutoff with the question's fields now
+    (fn::seval::slice_rows), the parsed metric, and the sort key of the run's retriever order."""
     run_id = resolve_run(db, run)
     info = db.value("RETURN fn::seval::finished_run($run)", {"run": run_id})
     spec = parse_metric(metric, run_metrics(info))
@@ -67,7 +60,20 @@ def slices(
     rows = db.value("RETURN fn::seval::slice_rows($run, $k)", {"run": run_id, "k": spec.k})
     if not rows:
         raise NotFound(f"run {record_str(run_id)} has no per-question results at k = {spec.k}")
-    order = run_order(info["retrievers"])
+    return spec, rows, run_order(info["retrievers"])
+
+
+def slices(
+    db: Database,
+    run: str | RecordID,
+    metric: str = "recall@5",
+    by: str | Iterable[str] = ("category", "language", "source"),
+) -> list[Slice]:
+    """Every slice of `run` (`seval_run:x`, `x`, `latest`, `previous`) on `metric` (NAME@K), per field
+    of `by` and retriever: ordered by field as given, then value (unset last), then retriever in
+    the run's order."""
+    fields = _fields(by)
+    spec, rows, order = scored_rows(db, run, metric)
     found: list[Slice] = []
     for field in fields:
         groups: dict[tuple[str | None, str], list[float]] = {}

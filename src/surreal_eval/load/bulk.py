@@ -50,6 +50,7 @@ from ..store.journal import STAGING_PREFIX, STALE_LOAD, UNDO_PREFIX, recover_loa
 from ..store.schema import DOCUMENTS, HARNESS_SCRIPTS, corpus_tables, harness_config, harness_table, identifier, record_article_indexes, surql_dir
 from .duplicates import OnDuplicate
 from .embedding import Embedder
+from .labels import set_provenance
 from .move import Move, move_all
 from .promote import keep_promoted
 from .rows import DEFAULT_BATCH_SIZE
@@ -268,9 +269,16 @@ def load_golden(
 
     demoted: list[RecordID] = []
     read, questions = questions, keep_promoted(db, questions, label_table, demote=demote, demoted=demoted)
+    provenance: dict[str, dict] = {}  # what the file says of where each judgment came from (golden export)
+
+    def kept(rows: Iterable[Question]) -> Iterable[Question]:
+        for question in rows:
+            if question.provenance:
+                provenance[question.id] = question.provenance
+            yield question
 
     def body() -> LoadReport:
-        count, labels, embedded = stage_questions(load, questions, staging, problems, set(), label_table, allow_unlabelled)
+        count, labels, embedded = stage_questions(load, kept(questions), staging, problems, set(), label_table, allow_unlabelled)
         problems.check()
         report = LoadReport(table=QUESTIONS, loaded=count, skipped=getattr(read, "skipped", 0),
                             embedded=embedded, labels=labels, batches=load.batches, duplicates=load.dropped[staging])
@@ -278,6 +286,7 @@ def load_golden(
             load.ensure_harness()
             move_all(load, [Move(staging, QUESTIONS, corpus=False)])
             _see_loaded_labels(db, label_source)
+            set_provenance(db, QUESTIONS, provenance, label_table)
             if demoted:
                 from .labels import who
 

@@ -16,10 +16,11 @@ from typing import Any, Optional
 from pydantic import BaseModel
 
 from ..errors import InputError
+from ..models import LabelProvenance
 from ..store.connection import Database, RecordID, record_str, to_record
 from ..store.golden import GoldenSet, golden_rows, golden_set, question_id
 
-__all__ = ["Judgment", "LabelChange", "StaleLabel", "add_label", "golden_history", "label_source", "stale_labels", "who"]
+__all__ = ["Judgment", "LabelChange", "StaleLabel", "add_label", "golden_history", "label_source", "set_provenance", "stale_labels", "who"]
 
 #: Where a judgment may come from (seval_label.source).
 SOURCES = ("human", "click", "model", "file", "table", "production-failure")
@@ -101,7 +102,8 @@ def add_label(db: Database, question: str, doc: str | RecordID, *, golden: str |
     chosen = golden_set(db, golden)
     action = db.value("RETURN fn::seval::add_judgment($g, $q, $doc, $grade, $source, $by, $note)", {
         "g": chosen.model_dump(), "q": question_id(question, chosen), "doc": _document(db, doc),
-        "grade": grade if relevant else 0, "source": label_source(source), "by": by or who(), "note": note})
+        # a float, as every load stores grades: the golden-set fingerprint then reads the same after an export and a load
+        "grade": float(grade) if relevant else 0, "source": label_source(source), "by": by or who(), "note": note})
     return Judgment(golden=chosen.name, question=record_str(question_id(question, chosen)), doc=record_str(_document(db, doc)),
                     grade=grade if relevant else 0, action=action)
 
@@ -123,3 +125,13 @@ def golden_history(db: Database, golden: str | None = None, *, since: datetime |
                                           {"name": chosen.name, "since": since, "until": until})
     return chosen, [LabelChange(**{**row, "question": record_str(row["question"]),
                                    "doc": record_str(row["doc"]) if row.get("doc") else None}) for row in rows]
+
+
+def set_provenance(db: Database, golden: str, given: dict[str, dict[str, LabelProvenance]], label_table: str) -> int:
+    """Give the judgments of golden set `golden` the provenance a file recorded (`given`: question id -> bare
+    document id of `label_table` -> provenance), instead of the load's own (source 'file'); returns how many."""
+    rows = [{"question": to_record(question, golden), "doc": to_record(doc, label_table),
+             **kept.model_dump(exclude={"origin"})} for question, docs in given.items() for doc, kept in docs.items()]
+    if not rows:
+        return 0
+    return db.value("RETURN fn::seval::set_provenance($name, $given)", {"name": golden, "given": rows})

@@ -247,7 +247,7 @@ def _question_row(question: Question, label_table: str = DOCUMENTS) -> dict[str,
         raise InputError(f"question {qid!r}: {len(question.grades)} grades for {len(labels)} labels")
     if question.grades is not None and any(not (g > 0 and math.isfinite(g)) for g in question.grades):
         raise InputError(f"question {qid!r}: every grade must be a number above 0")
-    row = question.model_dump(exclude_none=True)
+    row = question.model_dump(exclude_none=True, exclude={"provenance"})  # provenance goes to seval_label (labels.keep_provenance)
     row["relevant"] = labels
     if question.nonrelevant:
         judged = [to_record(r, label_table) for r in question.nonrelevant]

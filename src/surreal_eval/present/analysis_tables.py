@@ -11,6 +11,7 @@ from ..analysis.gate import GateResult
 from ..analysis.groups import ManyComparison
 from ..analysis.slices import Slice
 from ..stats import format_p
+from .source_tables import show_source_deltas
 
 __all__ = ["show_comparison", "show_gate", "show_many", "show_retriever_comparison", "show_slices"]
 
@@ -96,6 +97,7 @@ def show_comparison(console: Console, comparison: Comparison) -> None:
     rows = [(r.retriever, r) for r in c.rows]
     console.print(_delta_table("B - A per retriever and metric (p: paired randomization test; ~ sampled; "
                                "p Holm: adjusted over every row; tied: within the mean's resolution)", "retriever", rows, "A", "B"))
+    show_source_deltas(console, c.by_source)
     _changed_questions(console, rows)
 
 

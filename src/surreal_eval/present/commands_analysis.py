@@ -107,8 +107,13 @@ def slices(
     from . import analysis_tables as display_compare
     from ..analysis.slices import slices as run_slices
 
-    found = with_db(lambda db: run_slices(db, run, metric, by=by or ("category", "language", "source")))
+    from ..analysis.sources import run_source_means
+    from .source_tables import show_source_means
+
+    found, sources = with_db(lambda db: (run_slices(db, run, metric, by=by or ("category", "language", "source")),
+                                         run_source_means(db, run, metric)))
     if as_json:
         out.print_json(data=[s.model_dump(mode="json") for s in found])
         return
     display_compare.show_slices(out, found)
+    show_source_means(out, sources)

@@ -3,6 +3,7 @@ list) and the labels whose record is gone (dangling)."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
@@ -160,3 +161,22 @@ def golden_history_command(golden: GoldenOpt = None, as_json: JsonOpt = False) -
                    + (f" [{who}]" if who else "") + (f": {row.note}" if row.note else "")
                    + (f" (failed {row.failed_at.isoformat(timespec='seconds')})" if row.failed_at else ""))
     plain(out, f"{len(changes)} changes to {chosen.name}")
+
+
+@golden_app.command("export")
+def golden_export(
+    path: Annotated[Path, typer.Argument(help="The JSONL file to write (load golden reads it back).")],
+    golden: GoldenOpt = None,
+    embeddings: Annotated[bool, typer.Option("--embeddings", help="Write each question's embedding too (without them, load golden needs --embedder).")] = False,
+    force: Annotated[bool, typer.Option("--force", help="Replace FILE if it exists.")] = False,
+) -> None:
+    """Write a golden set as JSONL in the format load golden reads, with each label's provenance."""
+    from ..load.golden_export import export_golden
+
+    done = with_db(lambda db: export_golden(db, path, golden=golden, embeddings=embeddings, force=force))
+    merged = f", {done.harness_labels} of them added here (provenance origin harness: merge them into your table)" if done.harness_labels else ""
+    plain(out, f"wrote {done.questions} questions ({done.judgments} judgments{merged}) of {done.golden} to {done.path}"
+               f"{' with embeddings' if done.embeddings else ''}")
+    if done.label_table:
+        plain(out, f"load it with: surreal-eval load golden {done.path} --corpus {done.label_table}"
+                   f"{'' if done.embeddings else ' --embedder SPEC'}")

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
-from ..errors import ConfigError, InputError, Rejected
+from ..errors import ConfigError, InputError, NotFound, Rejected
 from ..grammar import check_number, parse_ks, parse_metric, parse_weights
 
 if TYPE_CHECKING:
@@ -137,18 +137,32 @@ def evaluate(
               "split": split, "ann_check": True if ann_check else None, **_scoring(relevance_level, ignore_identical_ids),
               **_golden(golden, dangling_labels),
               "weights": checked(lambda: parse_weights(weights)) if weights else None}
+    from ..analysis.sources import run_source_means
+    from .source_tables import show_source_means
+
     bar = Progress()  # the same display as loads: stderr, on a terminal, after the first second
-    try:
-        report = with_db(lambda db: run_evaluation(
+
+    def measured(db):
+        report = run_evaluation(
             db, ks=ks, retrievers=retriever, label=label, params=params, per_question=per_question, trigger="cli", fresh=fresh,
             rerank=Rerank(rerank, depth=rerank_depth, api=rerank_api, model=rerank_model) if rerank else None,
-            progress=lambda done, total: bar("evaluating questions", done, total)))
+            progress=lambda done, total: bar("evaluating questions", done, total))
+        if as_json:
+            return report, []
+        try:  # the means per question source, real first with the gap beside, when the questions hold several
+            return report, run_source_means(db, report.run, f"recall@{5 if 5 in report.ks else max(report.ks)}")
+        except NotFound:  # no labelled question: no mean at all
+            return report, []
+
+    try:
+        report, sources = with_db(measured)
     finally:
         bar.close()
     if as_json:
         out.print_json(report.model_dump_json(exclude={"per_question"} if not per_question else None))
         return
     display.show_report(out, report, per_question=per_question)
+    show_source_means(out, sources)
 
 
 def _scoring(relevance_level: int | None, ignore_identical_ids: bool) -> dict:

@@ -13,8 +13,11 @@ file opens anywhere. Sections:
 3. the per-question matrix of the latest run on `metric` (questions x retrievers, a heatmap
    coloured by score), with the questions fixed and broken since the previous run outlined,
    and the comparison with that run (difference, interval, paired p-value);
-4. slices of the latest run by category, language and source (`slices.slices`), with real and
-   synthetic questions side by side when the golden set has both.
+4. slices of the latest run by category, language and source (`slices.slices`), and, when its
+   questions hold several sources, every source's mean side by side with its interval, real first
+   and the gap beside each other source, and B - A per source against the previous run
+   (analysis.sources);
+5. the stale labels of its golden set: judgments whose document changed since they were made.
 
 `runs` limits the page to those runs (ids, `latest`, `previous`); the last of them is "the latest".
 `metric` (NAME@K) drives the matrix and the slices; default recall@5, or recall at the latest
@@ -38,6 +41,7 @@ from ..grammar import MetricSpec
 from ..models import RunReport
 from ..stats import format_p
 from ..store.connection import Database
+from .source_tables import delta_cell, mean_cell, source_grid
 from .figures import escape, matrix_figure, run_name, short_id, slice_figure, slice_value, trend_figure
 
 __all__ = ["render_report", "write_report"]
@@ -173,28 +177,43 @@ def _slices_section(rows: list[Slice], spec: MetricSpec, figures: list[str]) -> 
             [[slice_value(r.value), r.retriever, r.questions, _f(r.mean), f"[{r.low:.2f}, {r.high:.2f}]"] for r in mine],
             names=2,
         ))
-    sources = {r.value for r in rows if r.by == "source"}
-    if {"real", "synthetic"} <= sources:
-        parts.append("<h3>real and synthetic questions side by side</h3>")
-        by_retriever: dict[str, dict[str, Slice]] = {}
-        for r in rows:
-            if r.by == "source" and r.value in {"real", "synthetic"}:
-                by_retriever.setdefault(r.retriever, {})[r.value] = r
-        table_rows = []
-        for retriever, pair in by_retriever.items():
-            real, synthetic = pair.get("real"), pair.get("synthetic")
-            table_rows.append([
-                retriever,
-                *(f"{_f(s.mean)} [{s.low:.2f}, {s.high:.2f}] (n = {s.questions})" if s else "-" for s in (real, synthetic)),
-                f"{synthetic.mean - real.mean:+.3f}" if real and synthetic else "-",
-            ])
-        parts.append(_table(["retriever", "real", "synthetic", "synthetic - real"], table_rows, names=1))
     if empty:
         parts.append(
             f'<p class="muted">no question has a {" or ".join(empty)}: set '
             f"{'it' if len(empty) == 1 else 'them'} in the golden set to slice by {'it' if len(empty) == 1 else 'them'}</p>"
         )
     return "\n".join(parts)
+
+
+def _sources_section(data) -> str:
+    """Every source's mean side by side (real first, the gap beside), and B - A per source."""
+    if not data.sources:
+        return ""
+    sources, grid = source_grid(data.sources, mean_cell)
+    parts = ["<h3>by question source, side by side</h3>",
+             f'<p class="muted">{escape(data.spec)} per question source with its 95% interval; real first, the gap '
+             "(source - real) beside each other source; a question whose source is not set counts as real</p>",
+             _table(["retriever", *sources], [[retriever, *cells] for retriever, _, cells in grid], names=1)]
+    mine = [d for d in data.source_deltas if d.metric == str(data.spec)]
+    if mine:
+        sources, grid = source_grid(mine, delta_cell)
+        parts.append('<p class="muted">against the previous run, per source: previous→latest, latest - previous [95% interval]</p>')
+        parts.append(_table(["retriever", *sources], [[retriever, *cells] for retriever, _, cells in grid], names=1))
+    return "\n".join(parts)
+
+
+def _stale_section(stale: list) -> str:
+    """The judgments whose document changed since they were made: count, then question → document."""
+    if not stale:
+        return ""
+    return "\n".join([
+        "<h2>Stale labels</h2>",
+        f'<p class="warning">{len(stale)} label{"s are" if len(stale) != 1 else " is"} stale: the document changed since it '
+        "was labelled (relabel or confirm: surreal-eval golden label; surreal-eval golden stale lists them)</p>",
+        _table(["question", "document", "grade", "labelled", "source", "by"],
+               [[row.question, row.doc, f"{row.grade:g}", row.labelled_at.strftime("%Y-%m-%d %H:%M"), row.source, row.by or ""]
+                for row in stale], names=2),
+    ])
 
 
 def render_report(
@@ -229,6 +248,8 @@ def render_report(
         f'<p class="muted">{escape(matrix_note)}</p>' if matrix_note else "",
         matrix_html,
         slices_html,
+        _sources_section(data),
+        _stale_section(list(data.stale)),
     ]
     return (
         "<!DOCTYPE html>\n"
