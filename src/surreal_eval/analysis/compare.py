@@ -32,6 +32,7 @@ from .changes import Change, golden_warning, label_changes, run_changes, scoring
 from ..load.labels import LabelChange
 from .judged import judged_warnings
 from .multiple import holm
+from .overlap import Miss, Overlap, for_retrievers, for_runs
 
 __all__ = [
     "Change",
@@ -107,6 +108,10 @@ class Comparison(BaseModel):
     label_changes: list[LabelChange] = []
     skipped: list[str]  # retrievers or cutoffs only one run measured
     rows: list[RetrieverDelta]
+    #: per retriever and shared k, how far B's rankings moved from A's (analysis.overlap; needs no judgment)
+    overlap: list[Overlap] = []
+    #: per broken question, B's new top-k documents nobody judged (a miss may be a missing label)
+    misses: list[Miss] = []
 
 
 class RetrieverComparison(BaseModel):
@@ -118,6 +123,8 @@ class RetrieverComparison(BaseModel):
     retriever_b: str
     warnings: list[str]
     rows: list[PairedDelta]
+    overlap: list[Overlap] = []  # per k, how far B's rankings are from A's (analysis.overlap)
+    misses: list[Miss] = []  # per broken question, B's new top-k documents nobody judged
 
 
 # ---------------------------------------------------------------------------------------------
@@ -322,6 +329,7 @@ def compare_runs(
     report_b = load_for_comparison(db, run_b)
     comparison = compare_reports(report_a, report_b, metrics=metrics, retrievers=retrievers)
     comparison.label_changes = label_changes(db, report_a, report_b)
+    comparison.overlap, comparison.misses = for_runs(db, report_a, report_b, comparison.rows, retrievers)
     return comparison
 
 
@@ -355,6 +363,7 @@ def compare_retrievers(
             rows.append(paired_delta(a, b, paired, str(spec), _labels(index[(retriever_b, spec.k)], paired)))
     rows = adjust(rows)
     small = sample_warning(len(_questions(report)))
+    overlap, misses = for_retrievers(db, report, retriever_a, retriever_b, rows)
     return RetrieverComparison(
         run=report.run,
         label=report.label,
@@ -362,4 +371,6 @@ def compare_retrievers(
         retriever_b=retriever_b,
         warnings=([small] if small else []) + _tied_warning(rows, "the retrievers"),
         rows=rows,
+        overlap=overlap,
+        misses=misses,
     )
