@@ -31,7 +31,7 @@ from pydantic import BaseModel
 from ..errors import ConfigError, NotFound, Rejected
 from ..models import RunReport
 from ..runs.diagnose import default_golden, label_command
-from ..store.connection import Database, record_str
+from ..store.connection import Database, record_str, to_record
 from ..store.golden import golden_set
 
 __all__ = ["DEFAULT_P", "Miss", "Overlap", "QuestionOverlap", "broken_misses", "for_retrievers", "for_runs", "jaccard", "rbo",
@@ -130,8 +130,6 @@ def _golden_name(report: RunReport) -> str:
 
 def rankings(db: Database, run: str, names: Iterable[str]) -> dict[str, dict[str, list[str]]]:
     """Run `run`'s stored rankings of the retrievers `names`, by retriever then question id, ids as text."""
-    from ..store.connection import to_record
-
     rows = db.value("RETURN fn::seval::run_rankings($run, $names)", {"run": to_record(run, "seval_run"), "names": list(names)})
     found: dict[str, dict[str, list[str]]] = {}
     for row in rows:
@@ -142,8 +140,6 @@ def rankings(db: Database, run: str, names: Iterable[str]) -> dict[str, dict[str
 def judgments(db: Database, report: RunReport, questions: Sequence[str]) -> dict[str, set[str]] | None:
     """Every document judged (relevant or not) for each of `questions` in `report`'s golden set as it is now,
     harness-side labels merged; None when that golden set is no longer there to read."""
-    from ..store.connection import to_record
-
     name = _golden_name(report)
     try:
         chosen = golden_set(db, name)
