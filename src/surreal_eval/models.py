@@ -361,6 +361,8 @@ class RankedHit(BaseModel):
     title: str
     score: float
     relevant: bool
+    #: the question has a judgment of it, relevant or not (False: nobody judged it)
+    judged: bool = True
 
 
 class RetrieverView(BaseModel):
@@ -376,3 +378,5 @@ class Diagnosis(BaseModel):
     k: int
     labels: list[dict[str, Any]]
     retrievers: list[RetrieverView]
+    #: each document of some retriever's top k that nobody judged, first seen first: the `golden label` command that labels it
+    label_commands: dict[str, str] = {}

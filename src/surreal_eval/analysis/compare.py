@@ -33,6 +33,7 @@ from ..load.labels import LabelChange
 from .judged import judged_warnings
 from .multiple import holm
 from .sources import SourceDelta, question_sources, source_deltas
+from .overlap import Miss, Overlap, for_retrievers, for_runs
 
 __all__ = [
     "Change",
@@ -110,6 +111,10 @@ class Comparison(BaseModel):
     by_source: list[SourceDelta] = []
     skipped: list[str]  # retrievers or cutoffs only one run measured
     rows: list[RetrieverDelta]
+    #: per retriever and shared k, how far B's rankings moved from A's (analysis.overlap; needs no judgment)
+    overlap: list[Overlap] = []
+    #: per broken question, B's new top-k documents nobody judged (a miss may be a missing label)
+    misses: list[Miss] = []
 
 
 class RetrieverComparison(BaseModel):
@@ -121,6 +126,8 @@ class RetrieverComparison(BaseModel):
     retriever_b: str
     warnings: list[str]
     rows: list[PairedDelta]
+    overlap: list[Overlap] = []  # per k, how far B's rankings are from A's (analysis.overlap)
+    misses: list[Miss] = []  # per broken question, B's new top-k documents nobody judged
 
 
 # ---------------------------------------------------------------------------------------------
@@ -327,6 +334,7 @@ def compare_runs(
     comparison.label_changes = label_changes(db, report_a, report_b)
     comparison.by_source = source_deltas(report_a, report_b, question_sources(db, report_b.run, max(report_b.ks)),
                                          [(r.retriever, r.metric) for r in comparison.rows])
+    comparison.overlap, comparison.misses = for_runs(db, report_a, report_b, comparison.rows, retrievers)
     return comparison
 
 
@@ -360,6 +368,7 @@ def compare_retrievers(
             rows.append(paired_delta(a, b, paired, str(spec), _labels(index[(retriever_b, spec.k)], paired)))
     rows = adjust(rows)
     small = sample_warning(len(_questions(report)))
+    overlap, misses = for_retrievers(db, report, retriever_a, retriever_b, rows)
     return RetrieverComparison(
         run=report.run,
         label=report.label,
@@ -367,4 +376,6 @@ def compare_retrievers(
         retriever_b=retriever_b,
         warnings=([small] if small else []) + _tied_warning(rows, "the retrievers"),
         rows=rows,
+        overlap=overlap,
+        misses=misses,
     )

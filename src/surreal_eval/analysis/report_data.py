@@ -15,6 +15,7 @@ from ..runs.record import load_for_comparison, load_run, resolve_run
 from ..runs.history import history
 from ..store.connection import Database, record_str
 from .compare import Comparison, compare_reports
+from .overlap import for_runs
 from .slices import Slice, slices
 from .sources import SourceDelta, SourceMean, question_sources, run_source_means, source_deltas
 from ..errors import SurrealEvalError
@@ -75,6 +76,7 @@ def report_data(db: Database, *, runs: Iterable[str | RecordID] | None = None, m
         previous = load_for_comparison(db, summaries[-2].run)
         try:
             comparison = compare_reports(previous, latest, metrics=[str(spec)])
+            comparison.overlap, comparison.misses = for_runs(db, previous, latest, comparison.rows)
         except ConfigError as error:
             note = f"not compared with the previous run {previous.run}: {error}"
     deltas = []

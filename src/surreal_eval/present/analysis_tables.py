@@ -8,6 +8,7 @@ from rich.table import Table
 
 from ..analysis.compare import Comparison, PairedDelta, RetrieverComparison
 from ..analysis.gate import GateResult
+from ..analysis.overlap import Miss, Overlap
 from ..analysis.groups import ManyComparison
 from ..analysis.slices import Slice
 from ..stats import format_p
@@ -64,6 +65,36 @@ def _changed_questions(console: Console, rows: list[tuple[str, PairedDelta]]) ->
             console.print(f"  {escape(name)} {row.metric} [green]fixed[/green]: {_questions(row.fixed)}")
 
 
+def _share(value: float | None) -> str:
+    return "-" if value is None else f"{value:.0%}"
+
+
+def _overlap(console: Console, overlap: list[Overlap], misses: list[Miss], a: str = "A", b: str = "B") -> None:
+    """The overlap table, the questions that moved most, and the unjudged new documents of broken questions."""
+    if overlap:
+        table = Table(title=f"how far {b}'s top k moved from {a}'s (no judgment needed)",
+                      caption=f"overlap: Jaccard of the top-k ids; RBO: rank-biased overlap (p {overlap[0].p:g}); "
+                              "unjudged: share of the top k nobody judged")
+        for column in ("retriever", "k", "questions", "overlap", "RBO", f"unjudged {a}", f"unjudged {b}"):
+            table.add_column(column, justify="left" if column == "retriever" else "right")
+        for row in overlap:
+            table.add_row(escape(row.retriever), str(row.k), str(row.n), f"{row.jaccard:.3f}", f"{row.rbo:.3f}",
+                          _share(row.unjudged_a), _share(row.unjudged_b))
+        console.print(table)
+        for row in overlap:
+            if row.k == max(r.k for r in overlap if r.retriever == row.retriever):
+                moved = sorted((q for q in row.questions if q.rbo < 1), key=lambda q: (q.rbo, q.question))[:5]
+                if moved:
+                    console.print(f"  {escape(row.retriever)} moved most at k = {row.k} (RBO): " + escape(", ".join(
+                        f"{_short(q.question)} {q.rbo:.2f}" + ("" if q.labelled else " (unlabelled)") for q in moved)))
+    for miss in misses:
+        more = f" (and {len(miss.metrics) - 1} more)" if len(miss.metrics) > 1 else ""
+        console.print(f"{escape(miss.retriever)} fell on {escape(miss.question)} ({escape(miss.metrics[0])}{more}); new in its "
+                      "top k and never judged (a miss may be a missing label; add --not if it is not relevant):")
+        for command in miss.commands:
+            console.print(f"  {command}", markup=False, highlight=False, soft_wrap=True)
+
+
 def show_comparison(console: Console, comparison: Comparison) -> None:
     """What changed between the runs, the paired difference per retriever and metric, and the questions fixed and broken."""
     c = comparison
@@ -95,10 +126,14 @@ def show_comparison(console: Console, comparison: Comparison) -> None:
     for note in c.skipped:
         console.print(f"not compared: {escape(note)}")
     rows = [(r.retriever, r) for r in c.rows]
-    console.print(_delta_table("B - A per retriever and metric (p: paired randomization test; ~ sampled; "
-                               "p Holm: adjusted over every row; tied: within the mean's resolution)", "retriever", rows, "A", "B"))
-    show_source_deltas(console, c.by_source)
-    _changed_questions(console, rows)
+    if rows or not c.overlap:
+        console.print(_delta_table("B - A per retriever and metric (p: paired randomization test; ~ sampled; "
+                                   "p Holm: adjusted over every row; tied: within the mean's resolution)", "retriever", rows, "A", "B"))
+        show_source_deltas(console, c.by_source)
+        _changed_questions(console, rows)
+    else:
+        console.print("no question is judged in both runs: no metric to compare, only how far the rankings moved")
+    _overlap(console, c.overlap, c.misses)
 
 
 def show_retriever_comparison(console: Console, comparison: RetrieverComparison) -> None:
@@ -109,9 +144,13 @@ def show_retriever_comparison(console: Console, comparison: RetrieverComparison)
     )
     _warnings(console, c.warnings)
     rows = [(f"{c.retriever_a}→{c.retriever_b}", r) for r in c.rows]
-    console.print(_delta_table("B - A per metric (p: paired randomization test; ~ sampled; p Holm: adjusted over every row)", "retrievers", rows,
-                               c.retriever_a, c.retriever_b))
-    _changed_questions(console, rows)
+    if rows or not c.overlap:
+        console.print(_delta_table("B - A per metric (p: paired randomization test; ~ sampled; p Holm: adjusted over every row)",
+                                   "retrievers", rows, c.retriever_a, c.retriever_b))
+        _changed_questions(console, rows)
+    else:
+        console.print("no question is judged: no metric to compare, only how far the rankings differ")
+    _overlap(console, c.overlap, c.misses, c.retriever_a, c.retriever_b)
 
 
 def show_many(console: Console, many: ManyComparison) -> None:

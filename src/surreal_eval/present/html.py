@@ -150,6 +150,17 @@ def _comparison_section(comparison: Comparison | None, note: str | None, spec: M
             ", ".join(f"{short_id(d.question)} {d.before:.2f}→{d.after:.2f}" for d in row.broken) or "-",
         ])
     parts.append(_table(["retriever", f"previous {spec}", f"latest {spec}", "difference [95% CI]", "p", "fixed", "broken"], rows, names=1))
+    if comparison.overlap:
+        parts.append("<p class=\"muted\">how far the latest top k moved from the previous (no judgment needed): overlap is the "
+                     "Jaccard of the top-k ids, RBO the rank-biased overlap, unjudged the share of the top k nobody judged</p>")
+        parts.append(_table(["retriever", "k", "questions", "overlap", "RBO", "unjudged previous", "unjudged latest"], [
+            [o.retriever, str(o.k), str(o.n), _f(o.jaccard), f"{_f(o.rbo)} (p {o.p:g})", _f(o.unjudged_a, 2), _f(o.unjudged_b, 2)]
+            for o in comparison.overlap], names=1))
+    if comparison.misses:
+        parts.append("<p class=\"muted\">broken questions whose new top k holds documents nobody judged "
+                     "(a miss may be a missing label):</p>")
+        parts.append(_table(["retriever", "metric", "question", "label it with"], [
+            [m.retriever, m.metrics[0], m.question, command] for m in comparison.misses for command in m.commands], names=4))
     if comparison.changes:
         parts.append("<p class=\"muted\">what changed between the runs:</p>")
         parts.append(_table(["recorded", "previous", "latest"], [[c.field, c.a, c.b] for c in comparison.changes], names=3))

@@ -205,10 +205,15 @@ def show_diagnosis(console: Console, diagnosis: Diagnosis) -> None:
         for column in ("rank", "", "id", "title", "score"):
             table.add_column(column)
         for hit in view.hits:
-            table.add_row(str(hit.rank), "✔" if hit.relevant else "", _plain(hit.id), _plain(hit.title), f"{hit.score:.4f}")
+            table.add_row(str(hit.rank), "✔" if hit.relevant else "" if hit.judged else "?", _plain(hit.id), _plain(hit.title), f"{hit.score:.4f}")
         if not view.hits:
             table.add_row("", "", "(nothing retrieved)", "", "")
         console.print(table)
+    if diagnosis.label_commands:
+        console.print(f"unjudged in the top {diagnosis.k} (no judgment for this question, marked ?): label one that answers it "
+                      "with its command (add --not if it does not, --grade G for a grade):")
+        for command in diagnosis.label_commands.values():
+            console.print(f"  {command}", markup=False, highlight=False, soft_wrap=True)
 
 
 def migration_lines(report: MigrationReport, where: str) -> list[str]:

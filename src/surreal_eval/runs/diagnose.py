@@ -2,16 +2,32 @@
 
 from __future__ import annotations
 
+import shlex
 from typing import Any
 
 from ..store.connection import Database, record_str
 from ..store.golden import golden_set, question_id
-from ..errors import NotFound
+from ..errors import ConfigError, NotFound, Rejected
 from ..grammar import check_number, check_params
 from ..store.registry import resolve_retrievers
 from ..models import Diagnosis, RankedHit, RetrieverView
 
-__all__ = ["diagnose"]
+__all__ = ["default_golden", "diagnose", "label_command"]
+
+
+def default_golden(db: Database) -> str | None:
+    """The golden set a command uses when none is named; None when there is no single one (--golden is needed)."""
+    try:
+        return golden_set(db, None).name
+    except (ConfigError, NotFound, Rejected):
+        return None
+
+
+def label_command(question: str, doc: str, golden: str | None = None) -> str:
+    """The `surreal-eval golden label QUESTION DOC` command that labels `doc` relevant for `question` (of golden
+    set `golden`; None: the default one), quoted for a POSIX shell so it can be pasted as it is."""
+    return shlex.join(["surreal-eval", "golden", "label", question, doc, *(["--golden", golden] if golden else [])])
+
 
 def diagnose(
     db: Database,
@@ -31,8 +47,12 @@ def diagnose(
     if found is None:
         raise NotFound(f"no question {record_str(rid)} in the golden set {golden.name}")
     relevant = {record_str(r) for r in found["question"]["relevant"]}
+    judged = relevant | {record_str(r) for r in found["question"].get("nonrelevant") or []}
+    default = default_golden(db)
+    unjudged = [record_str(h["id"]) for view in found["rankings"] for h in view["hits"] if record_str(h["id"]) not in judged]
+    question_name = record_str(found["question"]["id"])
     return Diagnosis(
-        question=record_str(found["question"]["id"]),
+        question=question_name,
         text=found["question"]["text"],
         k=k,
         labels=[{**lab, "id": record_str(lab["id"]), "title": lab["title"] or ""} for lab in found["labels"]],
@@ -46,10 +66,13 @@ def diagnose(
                         title=h.get("title") or "",
                         score=h["score"],
                         relevant=record_str(h["id"]) in relevant,
+                        judged=record_str(h["id"]) in judged,
                     )
                     for i, h in enumerate(view["hits"])
                 ],
             )
             for view in found["rankings"]
         ],
+        label_commands={doc: label_command(question_name, doc, None if golden.name == default else golden.name)
+                        for doc in dict.fromkeys(unjudged)},
     )
