@@ -362,7 +362,7 @@ def test_golden_problems_are_listed_together_in_one_line(seeded):
         load_golden(seeded, questions)
     assert str(caught.value) == (
         "golden set refused: duplicate ids: q1, q7; questions with no labels: none0, none1, none2, none3, none4 "
-        "(and 1 more); labels to unknown documents: q3 -> seval_article:99; "
+        "(and 1 more) (--allow-unlabelled loads them: ranked, left out of every mean); labels to unknown documents: q3 -> seval_article:99; "
         "to load it as it is, keep one row of each id with --on-duplicate first or last")
     assert snapshot(seeded) == before
 

@@ -158,7 +158,7 @@ class Question(_Row):
     id: str = Field(min_length=1)
     text: str
     embedding: list[float] | None = None  # None: from a sidecar file or an embedder, checked at ingest
-    relevant: list[str]
+    relevant: list[str] = []  # none: a question not judged yet (load golden --allow-unlabelled)
     grades: list[float] | None = None
     category: str | None = None
     language: str | None = None

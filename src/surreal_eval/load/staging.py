@@ -65,7 +65,8 @@ class Problems:
         parts = []
         for kind, count in self.counts.items():
             more = f" (and {count - len(self.shown[kind])} more)" if count > len(self.shown[kind]) else ""
-            parts.append(f"{kind}: {', '.join(self.shown[kind])}{more}")
+            parts.append(f"{kind}: {', '.join(self.shown[kind])}{more}"
+                         + (" (--allow-unlabelled loads them: ranked, left out of every mean)" if kind == "questions with no labels" else ""))
         hint = ("; to load it as it is, keep one row of each id with --on-duplicate first or last"
                 if DUPLICATE_IDS in self.counts else "")
         raise InputError(f"{self.what} refused: {'; '.join(parts)}{hint}")

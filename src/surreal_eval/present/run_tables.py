@@ -41,7 +41,11 @@ def show_report(console: Console, report: RunReport, *, per_question: bool = Fal
         table.add_column(metric, justify="right")
     for row in report.results:
         table.add_row(row.retriever, str(row.k), *(_with_interval(row, m) for m in report.metrics))
-    console.print(table)
+    if report.results:
+        console.print(table)
+    else:
+        console.print("no question is judged: no mean to show; `surreal-eval compare RUN --retriever A --retriever B` "
+                      "shows how far two rankings differ", markup=False)
     steps = next((r.resolution for r in report.results if r.resolution and r.k == max(report.ks)), None)
     if steps:
         console.print(
@@ -120,7 +124,7 @@ def golden_notes(report: RunReport) -> list[str]:
     """One line each for what the run found in its golden set: questions with no judgment, stale labels, labels gone."""
     golden = report.golden or {}
     notes = []
-    if golden.get("unlabelled"):
+    if golden.get("unlabelled") and golden["unlabelled"] < report.questions:
         notes.append(f"{golden['unlabelled']} of the {report.questions} questions have no judgment: ranked (compare shows how two "
                      f"rankings overlap) and left out of every mean")
     if golden.get("stale"):

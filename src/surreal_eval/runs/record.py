@@ -87,7 +87,7 @@ def load_run(
         **fields,
         sweep=[SweepRow(**m, scores=ordered(m["metrics"], names)) for m in sorted(row["sweep"], key=order)],
         harness=row.get("harness"),
-        warning=sample_warning(row["questions"] - ((row.get("golden") or {}).get("unlabelled") or 0)),
+        warning=sample_warning(labelled) if (labelled := row["questions"] - ((row.get("golden") or {}).get("unlabelled") or 0)) else None,
         checks=[EngineCheck(**c) for c in row.get("checks") or []],
         ann=_ann_rows(db, run_id, row.get("ann") or [], intervals=intervals),
     )
