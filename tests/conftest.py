@@ -125,3 +125,40 @@ def regressed(seeded):
     reverse_embeddings(seeded)
     bad = evaluate(seeded, ks=[1, 3, 5], label="reversed")
     return seeded, base, bad
+
+
+#: The evaluator account the refusal tests use, and its password.
+EVALUATOR_PASSWORD = "correct horse battery"
+EVALUATOR = ["--access", "seval_evaluator", "--user", "ci"]
+
+
+def evaluator_store(path) -> str:
+    """A store on disk at `path` with the demo in the harness's own tables and an evaluator account `ci`; its URL."""
+    from surreal_eval.store.access import grant_evaluator
+
+    url = f"surrealkv://{path}"
+    with connect(Settings(url=url)) as owner:
+        import_harness(owner, HarnessConfig(dimension=4))
+        seed_own(owner)
+        grant_evaluator(owner, "ci", EVALUATOR_PASSWORD)
+    return url
+
+
+def as_evaluator(url: str) -> Database:
+    """A connection to `url` as the evaluator account of `evaluator_store` (a context manager)."""
+    return connect(Settings(url=url, access="seval_evaluator", user="ci", password=EVALUATOR_PASSWORD))
+
+
+def assert_cli_refuses_the_evaluator(url: str, args: list[str], env: dict | None = None) -> None:
+    """`surreal-eval ARGS` as the evaluator exits 5 with one line on stderr and leaves the store exactly as it was."""
+    from typer.testing import CliRunner
+
+    from surreal_eval.present.cli import app
+
+    with connect(Settings(url=url)) as owner:
+        before = snapshot(owner)
+    result = CliRunner().invoke(app, ["--url", url, *EVALUATOR, *args], env={"SURREAL_EVAL_PASS": EVALUATOR_PASSWORD, **(env or {})})
+    assert result.exit_code == 5, result.output
+    assert len(result.stderr.strip().splitlines()) == 1, result.stderr
+    with connect(Settings(url=url)) as owner:
+        assert snapshot(owner) == before

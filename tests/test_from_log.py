@@ -16,9 +16,8 @@ from surreal_eval.load.click_model import derive_labels, pair_stats, rank_ctr
 from surreal_eval.load.from_log import click_question_id, log_questions
 from surreal_eval.load.search_log import Impression, QueryGroup, group_queries, normalise, read_log, sample_queries
 from surreal_eval.present.cli import app
-from surreal_eval.store.access import grant_evaluator
 
-from .conftest import seed_own, snapshot
+from .conftest import as_evaluator, assert_cli_refuses_the_evaluator, evaluator_store, seed_own, snapshot
 
 runner = CliRunner()
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
@@ -175,23 +174,11 @@ def test_without_an_embedder_a_question_takes_the_stored_embedding_of_the_same_t
 
 
 def test_an_evaluator_may_not_load_a_log_and_the_cli_exits_5_changing_nothing(tmp_path):
-    url = f"surrealkv://{tmp_path / 'store'}"
+    url = evaluator_store(tmp_path / "store")
     log = write(tmp_path / "log.jsonl", GOOD[:3])
-    with connect(Settings(url=url)) as owner:
-        from surreal_eval import HarnessConfig, import_harness
-
-        import_harness(owner, HarnessConfig(dimension=4))
-        seed_own(owner)
-        grant_evaluator(owner, "ci", "correct horse battery")
-        before = snapshot(owner)
-    result = runner.invoke(app, ["--url", url, "--access", "seval_evaluator", "--user", "ci", "golden", "from-log", str(log)],
-                           env={"SURREAL_EVAL_PASS": "correct horse battery", "SURREAL_EVAL_EMBEDDER": ""})
-    assert result.exit_code == 5, result.output
-    assert len(result.stderr.strip().splitlines()) == 1
-    with connect(Settings(url=url)) as owner:
-        assert snapshot(owner) == before
+    assert_cli_refuses_the_evaluator(url, ["golden", "from-log", str(log)], env={"SURREAL_EVAL_EMBEDDER": ""})
     with pytest.raises(PermissionDenied):
-        with connect(Settings(url=url, access="seval_evaluator", user="ci", password="correct horse battery")) as ci:
+        with as_evaluator(url) as ci:
             golden_from_log(ci, log)
 
 

@@ -12,9 +12,8 @@ from surreal_eval.errors import InputError, PermissionDenied, Rejected
 from surreal_eval.load.bulk import load_golden
 from surreal_eval.load.labels import add_label, golden_history, stale_labels
 from surreal_eval.present.cli import app
-from surreal_eval.store.access import grant_evaluator
 
-from .conftest import seed_own, snapshot
+from .conftest import as_evaluator, assert_cli_refuses_the_evaluator, evaluator_store, snapshot
 
 runner = CliRunner()
 
@@ -80,22 +79,10 @@ def test_golden_label_refusals_are_one_line_and_change_nothing(seeded, question,
 
 
 def test_an_evaluator_may_not_label_and_the_cli_exits_5_changing_nothing(tmp_path):
-    url = f"surrealkv://{tmp_path / 'store'}"
-    with connect(Settings(url=url)) as owner:
-        from surreal_eval import HarnessConfig, import_harness
-
-        import_harness(owner, HarnessConfig(dimension=4))
-        seed_own(owner)
-        grant_evaluator(owner, "ci", "correct horse battery")
-        before = snapshot(owner)
-    result = runner.invoke(app, ["--url", url, "--access", "seval_evaluator", "--user", "ci", "golden", "label", "money_back",
-                                 "track_order"], env={"SURREAL_EVAL_PASS": "correct horse battery"})
-    assert result.exit_code == 5, result.output
-    assert len(result.stderr.strip().splitlines()) == 1
-    with connect(Settings(url=url)) as owner:
-        assert snapshot(owner) == before
+    url = evaluator_store(tmp_path / "store")
+    assert_cli_refuses_the_evaluator(url, ["golden", "label", "money_back", "track_order"])
     with pytest.raises(PermissionDenied):
-        with connect(Settings(url=url, access="seval_evaluator", user="ci", password="correct horse battery")) as ci:
+        with as_evaluator(url) as ci:
             add_label(ci, "money_back", "track_order")
 
 

@@ -38,7 +38,13 @@ def show_source_means(console: Console, rows: list[SourceMean]) -> None:
         return
     sources, grid = source_grid(rows, mean_cell)
     gap = f", gap = source - {REFERENCE}" if REFERENCE in sources else ""
-    table = Table(title=f"{rows[0].metric} by question source [95% interval]{gap} (source not set counts as {REFERENCE})")
+    _print_grid(console, f"{rows[0].metric} by question source [95% interval]{gap} (source not set counts as {REFERENCE})",
+                sources, grid)
+
+
+def _print_grid(console: Console, title: str, sources: list[str], grid) -> None:
+    """One row per retriever, one column per question source."""
+    table = Table(title=title)
     table.add_column("retriever")
     for source in sources:
         table.add_column(escape(source), justify="right")
@@ -56,10 +62,4 @@ def show_source_deltas(console: Console, rows: list[SourceDelta], metric: str | 
     mine = [r for r in rows if r.metric == chosen]
     sources, grid = source_grid(mine, delta_cell)
     more = " (--json has every metric)" if len(metrics) > 1 else ""
-    table = Table(title=f"{chosen} by question source: A→B, B - A [95% interval]{more}")
-    table.add_column("retriever")
-    for source in sources:
-        table.add_column(escape(source), justify="right")
-    for retriever, _, cells in grid:
-        table.add_row(escape(retriever), *cells)
-    console.print(table)
+    _print_grid(console, f"{chosen} by question source: A→B, B - A [95% interval]{more}", sources, grid)
