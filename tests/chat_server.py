@@ -4,9 +4,10 @@ against the OpenAI Python client's own request type (CompletionCreateParamsNonSt
 against its response type (ChatCompletion), so the wire format is the real one.
 
 It answers deterministically from the prompt: by default a question in everyday words ("Where can I get
-help with WORD?", WORD the passage's longest word); a rule (a substring of the prompt -> a behaviour) makes
+help with WORD?", WORD the passage's longest word), and to a judging prompt (a line "Question: ...") a
+grade, `judge_grade`; a rule (a substring of the prompt -> a behaviour) makes
 it answer otherwise: "empty", "answer" (a statement, no question), "copy" (the passage's first sentence
-made a question), "french", "german", "grade N" (a judgment), "timeout" (sleeps past the client's
+made a question), "french", "german", "grade N" (a judgment), "unsure" (no grade), "timeout" (sleeps past the client's
 timeout), "500" or "429" (that status). `fail_first` answers 500 to that many requests first. It counts
 requests and keeps the authorization headers it saw."""
 
@@ -45,6 +46,18 @@ def passage_of(prompt: str) -> str:
     return prompt.split("Document:\n", 1)[-1].strip()
 
 
+#: A judging prompt (prompts/judge.txt) names the question on a line of its own.
+JUDGE = re.compile(r"^Question: (.*)$", re.MULTILINE)
+
+
+def judge_grade(prompt: str) -> int:
+    """How the server grades a judging prompt by default: the number of distinct words of four letters or
+    more of the question found in the passage, at most 3."""
+    asked = {w.lower() for w in re.findall(r"[A-Za-z]{4,}", JUDGE.search(prompt)[1])}
+    seen = {w.lower() for w in re.findall(r"[A-Za-z]+", passage_of(prompt))}
+    return min(3, len(asked & seen))
+
+
 class ChatServer(ThreadingHTTPServer):
     daemon_threads = True
 
@@ -73,8 +86,11 @@ class ChatServer(ThreadingHTTPServer):
             if needle in prompt:
                 break
         else:
-            behaviour = "question"
+            behaviour = "judge" if JUDGE.search(prompt) else "question"
         passage = passage_of(prompt)
+        if behaviour == "judge":
+            return "text", f"Grade: {judge_grade(prompt)}"
+
         longest = max(re.findall(r"[A-Za-z]+", passage) or ["things"], key=lambda w: (len(w), w)).lower()
         first = re.split(r"(?<=[.!?])\s", passage, maxsplit=1)[0].rstrip(".!?")
         texts = {
@@ -84,6 +100,7 @@ class ChatServer(ThreadingHTTPServer):
             "copy": f"{first}?",
             "french": "Où puis-je trouver de l'aide à ce sujet ?",
             "german": "Wie finde ich die Antwort auf diese Frage?",
+            "unsure": "I cannot tell from this document alone.",
         }
         if behaviour.startswith("grade "):
             return "text", f"Grade: {behaviour.split()[1]}"

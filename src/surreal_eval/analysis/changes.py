@@ -28,7 +28,7 @@ class Change(BaseModel):
 
 
 #: The run parameters that change what a score means, with the value a run that does not record one used.
-SCORING_DEFAULTS = {"relevance_level": 1, "ignore_identical_ids": False}
+SCORING_DEFAULTS = {"relevance_level": 1, "ignore_identical_ids": False, "judgments": "human"}
 
 
 _PROVENANCE = ("harness", "git_commit", "trigger", "tuning")
@@ -68,7 +68,10 @@ def golden_warning(a: RunReport, b: RunReport, shared: int, only_a: list[str], o
 
     if fa and fb and fa != fb:
         what = "the runs measured DIFFERENT GOLDEN SETS"
-        if same_questions:
+        ja, jb = ((r.params or {}).get("judgments", "human") for r in (a, b))
+        if ja != jb:  # a model's judgments (golden judge) read by one run only
+            what += f" (A scored on {ja} judgments, B on {jb}: a score may have moved because the model's labels did)"
+        elif same_questions:
             what += " (the same question ids, but texts, labels or grades changed: a score may have moved because its labels did)"
     elif not (fa and fb) and same_questions:
         what = "cannot tell whether the runs measured the same golden set (a run records no fingerprint)"

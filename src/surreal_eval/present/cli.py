@@ -13,7 +13,8 @@ import typer
 from typer._click import ClickException  # typer vendors click: its usage errors are these
 
 from . import (  # noqa: F401 - registering is importing
-    commands_analysis, commands_generate, commands_golden, commands_golden_log, commands_golden_promote, commands_load, commands_retrievers,
+    commands_analysis, commands_generate, commands_golden, commands_golden_log, commands_golden_promote, commands_judge,
+    commands_load, commands_retrievers,
     commands_runs, commands_supplied,
 )
 from ..errors import SurrealEvalError

@@ -12,7 +12,7 @@ from ..grammar import check_number, parse_ks, parse_metric, parse_weights
 
 if TYPE_CHECKING:
     from ..store.connection import Database
-from .app import AnalyzerOpt, DanglingOpt, GoldenOpt, JsonOpt, app, checked, err, export_app, fail, out, plain, state, table_name, with_db
+from .app import AnalyzerOpt, DanglingOpt, GoldenOpt, JsonOpt, JudgmentsOpt, app, checked, err, export_app, fail, out, plain, state, table_name, with_db
 from .progress import Progress
 
 
@@ -124,6 +124,7 @@ def evaluate(
     rerank_model: Annotated[Optional[str], typer.Option(help="Model name sent to a cohere-style reranker.")] = None,
     golden: GoldenOpt = None,
     dangling_labels: DanglingOpt = None,
+    judgments: JudgmentsOpt = None,
     fresh: FreshOpt = False,
     as_json: JsonOpt = False,
 ) -> None:
@@ -135,7 +136,7 @@ def evaluate(
     ks = checked(lambda: parse_ks(k))
     params = {"corpus": table_name(corpus, "--corpus table"), "floor": floor, "rrf_k": rrf_k, "depth": depth, "norm": norm,
               "split": split, "ann_check": True if ann_check else None, **_scoring(relevance_level, ignore_identical_ids),
-              **_golden(golden, dangling_labels),
+              **_golden(golden, dangling_labels, judgments),
               "weights": checked(lambda: parse_weights(weights)) if weights else None}
     from ..analysis.sources import run_source_means
     from .source_tables import show_source_means
@@ -170,9 +171,12 @@ def _scoring(relevance_level: int | None, ignore_identical_ids: bool) -> dict:
     return {"relevance_level": relevance_level, "ignore_identical_ids": True if ignore_identical_ids else None}
 
 
-def _golden(golden: str | None, dangling_labels: str | None = None) -> dict:
-    """The golden set and the rule for labels whose record is gone, given on the command line (None: the default)."""
-    return {"golden": table_name(golden, "--golden table"), "dangling_labels": dangling_labels}
+def _golden(golden: str | None, dangling_labels: str | None = None, judgments: str | None = None) -> dict:
+    """The golden set, the rule for labels whose record is gone and the judgments read (human, human+model),
+    given on the command line (None: the default)."""
+    if judgments not in (None, "human", "human+model"):
+        fail(ConfigError(f"--judgments must be human or human+model, got {judgments!r}"))
+    return {"golden": table_name(golden, "--golden table"), "dangling_labels": dangling_labels, "judgments": judgments}
 
 
 @app.command()
@@ -303,6 +307,7 @@ def watch(
     ignore_identical_ids: IdenticalOpt = False,
     golden: GoldenOpt = None,
     dangling_labels: DanglingOpt = None,
+    judgments: JudgmentsOpt = None,
     off: Annotated[bool, typer.Option("--off", help="Stop evaluating after ingests.")] = False,
 ) -> None:
     """Evaluate inside the database after every ingest (each `load corpus` records a run by itself)."""
@@ -315,7 +320,7 @@ def watch(
     ks = checked(lambda: parse_ks(k))
     with_db(lambda db: set_watch(db, ks=ks, retrievers=retriever, params={"floor": floor, "rrf_k": rrf_k,
                                                                          **_scoring(relevance_level, ignore_identical_ids),
-                                                                         **_golden(golden, dangling_labels)}))
+                                                                         **_golden(golden, dangling_labels, judgments)}))
     plain(out, f"every ingest now records a run at k = {', '.join(map(str, ks))}")
 
 
@@ -345,6 +350,7 @@ def tune(
     ignore_identical_ids: IdenticalOpt = False,
     golden: GoldenOpt = None,
     dangling_labels: DanglingOpt = None,
+    judgments: JudgmentsOpt = None,
     fresh: FreshOpt = False,
     as_json: JsonOpt = False,
 ) -> None:
@@ -356,7 +362,7 @@ def tune(
     candidates = None if values is None and param == "floor" else checked(lambda: parse_values(param, values or ""))
     corpus = table_name(corpus, "--corpus table")
     result = with_db(lambda db: run_tune(db, param=param, values=candidates, metric=metric, retriever=retriever,
-                                          params={"corpus": corpus, **_scoring(relevance_level, ignore_identical_ids), **_golden(golden, dangling_labels)},
+                                          params={"corpus": corpus, **_scoring(relevance_level, ignore_identical_ids), **_golden(golden, dangling_labels, judgments)},
                                           force=force, fresh=fresh))
     if as_json:
         out.print_json(result.model_dump_json())

@@ -8,7 +8,7 @@ from typing import Annotated, Optional
 import typer
 
 from ..grammar import parse_ks
-from .app import DanglingOpt, GoldenOpt, JsonOpt, app, checked, err, out, plain, table_name, with_db
+from .app import DanglingOpt, GoldenOpt, JsonOpt, JudgmentsOpt, app, checked, err, out, plain, table_name, with_db
 
 
 @app.command()
@@ -22,6 +22,7 @@ def score(
     per_question: Annotated[bool, typer.Option("--per-question", help="Include every question's result.")] = False,
     golden: GoldenOpt = None,
     dangling_labels: DanglingOpt = None,
+    judgments: JudgmentsOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Record rankings made elsewhere as a run in history, scored like the database's own retrievers."""
@@ -32,7 +33,7 @@ def score(
     table = table_name(corpus, "--corpus table")
     report = with_db(lambda db: score_file(db, file, ks=ks, label=label, corpus=table, format=fmt, name=name,
                                            per_question=per_question, golden=table_name(golden, "--golden table"),
-                                           dangling_labels=dangling_labels))
+                                           dangling_labels=dangling_labels, judgments=judgments))
     if as_json:
         out.print_json(report.model_dump_json(exclude={"per_question"} if not per_question else None))
         return

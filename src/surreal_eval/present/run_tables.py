@@ -127,6 +127,9 @@ def golden_notes(report: RunReport) -> list[str]:
     if golden.get("unlabelled") and golden["unlabelled"] < report.questions:
         notes.append(f"{golden['unlabelled']} of the {report.questions} questions have no judgment: ranked (compare shows how two "
                      f"rankings overlap) and left out of every mean")
+    if golden.get("judgments") == "human+model":
+        notes.append(f"scored on human plus model judgments: {golden.get('model') or 0} judgments of `golden judge` merged "
+                     f"(without --judgments human+model a run reads the human ones only)")
     if golden.get("stale"):
         notes.append(f"{golden['stale']} labels are stale: their document changed since they were labelled "
                      f"(surreal-eval golden stale lists them)")

@@ -54,7 +54,7 @@ __all__ = [
 
 #: The files that make up the harness, in the order they are applied. corpus and corpus_indexes
 #: are templates of one corpus table, applied here for `article` (and by define_corpus for others).
-HARNESS_SCRIPTS = ("analyzers", "schema", "golden", "labels", "promote", "generate", "corpus", "corpus_indexes", "ingest", "retrievers", "tune_ef", "attached", "user_retrievers",
+HARNESS_SCRIPTS = ("analyzers", "schema", "golden", "labels", "promote", "generate", "judge", "corpus", "corpus_indexes", "ingest", "retrievers", "tune_ef", "attached", "user_retrievers",
                    "supplied", "endpoints", "rerank", "registry", "metrics", "scoring", "history", "candidate_cache", "ann_check", "checks",
                    "evaluate", "queries", "runs", "access")
 #: The script rendered with one branch per attached table (see attached_script).
