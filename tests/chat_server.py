@@ -38,8 +38,14 @@ def check_request(body: Any) -> None:
 
 
 def vector_for(text: str, dim: int) -> list[float]:
-    digest = hashlib.sha256(text.encode()).digest()
+    """A fixed vector per text (a hash, not a model: it says nothing of meaning)."""
+    digest = hashlib.sha256(text.encode()).digest() if dim <= 32 else hashlib.shake_256(text.encode()).digest(dim)
     return [round(0.05 + digest[i] / 255, 6) for i in range(dim)]
+
+
+#: Run as a script (the README's walkthrough), how the server answers a question-writing prompt, by the sha256 of
+#: its passage modulo 10, so a run over many documents meets every kind of bad answer.
+MIXED = {0: "copy", 1: "answer", 2: "empty"}
 
 
 def passage_of(prompt: str) -> str:
@@ -61,11 +67,12 @@ def judge_grade(prompt: str) -> int:
 class ChatServer(ThreadingHTTPServer):
     daemon_threads = True
 
-    def __init__(self, dimension: int = 4) -> None:
-        super().__init__(("127.0.0.1", 0), Handler)
+    def __init__(self, dimension: int = 4, port: int = 0) -> None:
+        super().__init__(("127.0.0.1", port), Handler)
         self.dimension = dimension
         self.lock = threading.Lock()
         self.rules: dict[str, str] = {}
+        self.mixed = False
         self.fail_first = 0
         self.fail_status = 500  # the status of those first failures (429 sends Retry-After: 0)
         self.in_flight = self.most_in_flight = 0
@@ -82,12 +89,14 @@ class ChatServer(ThreadingHTTPServer):
 
     def reply_to(self, prompt: str) -> tuple[str, str | None]:
         """(behaviour, the answer's text) for `prompt`."""
+        passage = passage_of(prompt)
         for needle, behaviour in self.rules.items():
             if needle in prompt:
                 break
         else:
             behaviour = "judge" if JUDGE.search(prompt) else "question"
-        passage = passage_of(prompt)
+            if behaviour == "question" and self.mixed:
+                behaviour = MIXED.get(hashlib.sha256(passage.encode()).digest()[0] % 10, behaviour)
         if behaviour == "judge":
             return "text", f"Grade: {judge_grade(prompt)}"
 
@@ -102,6 +111,10 @@ class ChatServer(ThreadingHTTPServer):
             "german": "Wie finde ich die Antwort auf diese Frage?",
             "unsure": "I cannot tell from this document alone.",
         }
+        if behaviour == "question" and self.mixed:  # two of the passage's own words, as generated questions tend to
+            second = max((w for w in re.findall(r"[A-Za-z]+", passage) if w.lower() != longest) or ["things"],
+                         key=lambda w: (len(w), w)).lower()
+            texts["question"] = f"Where can I get help with {longest} and {second}?"
         if behaviour.startswith("grade "):
             return "text", f"Grade: {behaviour.split()[1]}"
         return behaviour, texts.get(behaviour)
@@ -190,3 +203,16 @@ def chat_server(dimension: int = 4) -> Iterator[ChatServer]:
     finally:
         server.shutdown()
         server.server_close()
+
+
+if __name__ == "__main__":  # the README's walkthrough: python tests/chat_server.py --port 8765 &
+    import argparse
+
+    parser = argparse.ArgumentParser(description="The tests' chat-completions and embeddings server, on 127.0.0.1.")
+    parser.add_argument("--port", type=int, default=8765)
+    parser.add_argument("--dimension", type=int, default=384, help="the length of the vectors /v1/embeddings returns")
+    options = parser.parse_args()
+    running = ChatServer(options.dimension, options.port)
+    running.mixed = True
+    print(f"serving {running.url} (chat and embeddings; not a model: answers follow fixed rules)", flush=True)
+    running.serve_forever()
