@@ -35,11 +35,9 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from tenacity import RetryCallState, Retrying, retry_if_exception_type, stop_after_attempt
 
 from ..errors import ConfigError, EndpointFailed
-from .embedders import OPENAI_BASE_URL, _retry_after, _Transient
-from .embedding import one_line
+from .openai_endpoint import OPENAI_BASE_URL, OpenAIEndpoint
 
 __all__ = ["CHAT_ENV", "CHAT_KEY_ENV", "ChatCache", "OpenAIChat", "chat_from_env", "chat_from_spec", "default_cache_dir"]
 
@@ -94,52 +92,28 @@ class ChatCache:
             log.warning("chat cache %s not written: %s", self.folder, error)
 
 
-class OpenAIChat:
+class OpenAIChat(OpenAIEndpoint):
     """A chat model at an OpenAI-compatible endpoint; `answer_all` returns the text of each answer."""
+
+    kind = "chat"
+    path = "/chat/completions"
+    failure = EndpointFailed
+    example_url = "http://localhost:8080/v1"
+    log = log  # retries are logged under this module's name
 
     def __init__(self, base_url: str, model: str, *, api_key_env: str = CHAT_KEY_ENV, timeout: float = 60.0,
                  max_retries: int = 5, backoff: float = 0.5, max_wait: float = 60.0, concurrency: int = 4,
                  temperature: float = 0.0, cache: ChatCache | None = None, client: httpx.Client | None = None) -> None:
-        url = base_url.strip().rstrip("/")
-        try:
-            host = httpx.URL(url).host
-        except httpx.InvalidURL:
-            host = ""
-        if not url.startswith(("http://", "https://")) or not host:
-            raise ConfigError(f"chat endpoint {base_url!r} is not an http(s) URL, e.g. http://localhost:8080/v1")
-        if not model or model != model.strip():
-            raise ConfigError(f"chat model {model!r} must be a non-empty name")
+        super().__init__(base_url, model, api_key_env=api_key_env, timeout=timeout, max_retries=max_retries,
+                         backoff=backoff, max_wait=max_wait, client=client)
         if not timeout > 0 or max_retries < 0 or backoff < 0 or max_wait < 0:
             raise ConfigError("chat timeout must be positive, and retries, backoff and max wait 0 or more")
         if concurrency < 1:
             raise ConfigError(f"chat concurrency must be at least 1, not {concurrency}")
-        self.base_url, self.model, self.name = url, model, f"openai:{model}@{url}"
-        self.api_key_env, self.timeout, self.max_retries = api_key_env, timeout, max_retries
-        self.backoff, self.max_wait, self.concurrency, self.temperature = backoff, max_wait, concurrency, temperature
+        self.concurrency, self.temperature = concurrency, temperature
         self.cache = cache
         #: requests sent (answers read from the cache are not counted)
         self.sent = 0
-        self._api_key = os.environ.get(api_key_env) or None
-        self._client = client
-        self._owns_client = client is None
-
-    def __repr__(self) -> str:
-        return f"OpenAIChat({self.base_url!r}, {self.model!r}, {self.api_key_env} {'set' if self._api_key else 'unset'})"
-
-    @property
-    def endpoint(self) -> str:
-        return f"{self.base_url}/chat/completions"
-
-    def close(self) -> None:
-        if self._owns_client and self._client is not None:
-            self._client.close()
-            self._client = None
-
-    def __enter__(self) -> "OpenAIChat":
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     def body(self, messages: Messages) -> dict[str, Any]:
         """The JSON request body for one conversation (what the cache key digests, with the URL)."""
@@ -191,76 +165,20 @@ class OpenAIChat:
         return answer
 
     def _ask(self, messages: Messages) -> str:
-        retrying = Retrying(retry=retry_if_exception_type(_Transient), stop=stop_after_attempt(self.max_retries + 1),
-                            wait=self._wait, before_sleep=self._log_retry, reraise=True)
-        try:
-            payload = retrying(self._post, messages)
-        except _Transient as error:
-            attempts = self.max_retries + 1
-            tried = f"after {attempts} attempts" if attempts > 1 else "(no retries)"
-            raise EndpointFailed(f"chat endpoint {self.base_url} failed {tried}: {error}",
-                                 endpoint=self.base_url, status=error.status) from None
-        return self._content(payload)
+        return self._content(self._send(self.body(messages)))
 
-    def _wait(self, state: RetryCallState) -> float:
-        error = state.outcome.exception() if state.outcome else None
-        if isinstance(error, _Transient) and error.retry_after is not None:
-            return min(error.retry_after, self.max_wait)
-        return min(self.backoff * 2 ** (state.attempt_number - 1), self.max_wait)
+    def _post(self, body: Any) -> Any:
+        self.sent += 1
+        return super()._post(body)
 
-    def _log_retry(self, state: RetryCallState) -> None:
-        error = state.outcome.exception() if state.outcome else None
-        wait = state.next_action.sleep if state.next_action else 0.0
-        log.warning("chat endpoint %s: %s; retrying in %.2fs (attempt %d of %d)",
-                    self.base_url, error, wait, state.attempt_number + 1, self.max_retries + 1)
-
-    def _http(self) -> httpx.Client:
-        if self._client is None:
-            self._client = httpx.Client(timeout=self.timeout)
-        return self._client
-
-    def _redact(self, text: str) -> str:
-        return text.replace(self._api_key, "***") if self._api_key else text
-
-    def _detail(self, response: httpx.Response) -> str:
-        try:
-            body = response.json()
-        except ValueError:
-            body = None
-        message: object = None
-        if isinstance(body, dict):
-            error = body.get("error")
-            message = (error.get("message") if isinstance(error, dict) else error) or body.get("detail") or body.get("message")
-        text = one_line(self._redact(str(message or response.text)))
-        return f": {text}" if text else ""
-
-    def _post(self, messages: Messages) -> Any:
-        headers = {"Authorization": f"Bearer {self._api_key}"} if self._api_key else {}
-        try:
-            self.sent += 1
-            response = self._http().post(self.endpoint, json=self.body(messages), headers=headers, timeout=self.timeout)
-        except httpx.TimeoutException:
-            raise _Transient(f"no answer within {self.timeout:g}s") from None
-        except httpx.TransportError as error:
-            raise _Transient(f"cannot be reached ({type(error).__name__}: {self._redact(str(error))})") from None
-        status, where = response.status_code, f"chat endpoint {self.base_url}"
-        if status == 408 or status == 429 or status >= 500:
-            raise _Transient(f"{status} {response.reason_phrase}{self._detail(response)}",
-                             status=status, retry_after=_retry_after(response))
+    def _refusal(self, response: httpx.Response) -> str:
+        """A one-line message for an answer other than 200 that no retry will fix."""
+        status, where, detail = response.status_code, self.where, self._detail(response)
         if status in (401, 403):
-            raise EndpointFailed(f"{where} refused the request ({status}): check the key in {self.api_key_env}{self._detail(response)}",
-                                 endpoint=self.base_url, status=status)
+            return f"{where} refused the request ({status}): check the key in {self.api_key_env}{detail}"
         if status == 404:
-            raise EndpointFailed(f"{where} has no chat endpoint or no model {self.model!r} (404): the URL should end in /v1"
-                                 f"{self._detail(response)}", endpoint=self.base_url, status=status)
-        if status != 200:
-            raise EndpointFailed(f"{where} refused the request ({status} {response.reason_phrase}){self._detail(response)}",
-                                 endpoint=self.base_url, status=status)
-        try:
-            return response.json()
-        except ValueError:
-            raise EndpointFailed(f"{where} answered with something that is not JSON: "
-                                 f"{one_line(self._redact(response.text), 80)!r}", endpoint=self.base_url, status=status) from None
+            return f"{where} has no chat endpoint or no model {self.model!r} (404): the URL should end in /v1{detail}"
+        return f"{where} refused the request ({status} {response.reason_phrase}){detail}"
 
     def _content(self, payload: Any) -> str:
         choices = payload.get("choices") if isinstance(payload, dict) else None

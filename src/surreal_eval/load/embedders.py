@@ -21,10 +21,10 @@ from collections.abc import Mapping
 from typing import Any
 
 import httpx
-from tenacity import RetryCallState, Retrying, retry_if_exception_type, stop_after_attempt
 
 from ..errors import ConfigError, EmbeddingFailed
-from .embedding import LearntDimension, Embedder, Progress, check_texts, dimension_of, one_line
+from .embedding import LearntDimension, Embedder, Progress, check_texts, dimension_of
+from .openai_endpoint import OPENAI_BASE_URL, OpenAIEndpoint
 
 __all__ = [
     "DEFAULT_KEY_ENV",
@@ -41,38 +41,23 @@ log = logging.getLogger(__name__)
 DEFAULT_KEY_ENV = "SURREAL_EVAL_EMBED_KEY"
 #: The variable holding an embedder spec, read by `embedder_from_env`.
 EMBEDDER_ENV = "SURREAL_EVAL_EMBEDDER"
-#: Where `openai:MODEL` without `@BASE_URL` goes.
-OPENAI_BASE_URL = "https://api.openai.com/v1"
 SPEC_FORMS = "openai:MODEL@BASE_URL or local:MODEL"
 
-class _Transient(Exception):
-    """A failure worth another try: 408, 429, 5xx, a timeout or a broken connection."""
 
-    def __init__(self, message: str, *, status: int | None = None, retry_after: float | None = None) -> None:
-        super().__init__(message)
-        self.status = status
-        self.retry_after = retry_after
-
-
-def _retry_after(response: httpx.Response) -> float | None:
-    """The Retry-After header in seconds, if it is a number (an HTTP date is ignored)."""
-    value = response.headers.get("retry-after")
-    if value is None:
-        return None
-    try:
-        seconds = float(value)
-    except ValueError:
-        return None
-    return max(seconds, 0.0) if math.isfinite(seconds) else None
-
-
-class OpenAIEmbedder(LearntDimension):
+class OpenAIEmbedder(OpenAIEndpoint, LearntDimension):
     """An OpenAI-compatible `/v1/embeddings` endpoint (OpenAI, vLLM, Ollama, LiteLLM, TEI, …).
 
     Texts go in batches of `batch_size`. A 408, 429, 5xx, timeout or connection error is tried
     again up to `max_retries` times, waiting `backoff`, then twice that, and so on, or what a
     numeric Retry-After header asks, never more than `max_wait` seconds. Any other 4xx fails at once.
     """
+
+    kind = "embedding"
+    path = "/embeddings"
+    failure = EmbeddingFailed
+    example_url = "http://localhost:8000/v1"
+    names_content_type = True
+    log = log  # retries are logged under this module's name
 
     def __init__(
         self,
@@ -87,15 +72,8 @@ class OpenAIEmbedder(LearntDimension):
         max_wait: float = 60.0,
         client: httpx.Client | None = None,
     ) -> None:
-        url = base_url.strip().rstrip("/")
-        try:
-            host = httpx.URL(url).host
-        except httpx.InvalidURL:
-            host = ""
-        if not url.startswith(("http://", "https://")) or not host:
-            raise ConfigError(f"embedding endpoint {base_url!r} is not an http(s) URL, e.g. http://localhost:8000/v1")
-        if not model or model != model.strip():
-            raise ConfigError(f"embedding model {model!r} must be a non-empty name")
+        super().__init__(base_url, model, api_key_env=api_key_env, timeout=timeout, max_retries=max_retries,
+                         backoff=backoff, max_wait=max_wait, client=client)
         if batch_size < 1:
             raise ConfigError(f"embedding batch size must be at least 1, not {batch_size}")
         if not timeout > 0:
@@ -104,39 +82,8 @@ class OpenAIEmbedder(LearntDimension):
             raise ConfigError(f"embedding retries must be 0 or more, not {max_retries}")
         if backoff < 0 or max_wait < 0:
             raise ConfigError("embedding backoff and max wait must be 0 or more")
-        self.base_url = url
-        self.model = model
-        self.name = f"openai:{model}@{url}"
-        self.api_key_env = api_key_env
         self.batch_size = batch_size
-        self.timeout = timeout
-        self.max_retries = max_retries
-        self.backoff = backoff
-        self.max_wait = max_wait
-        self._api_key = os.environ.get(api_key_env) or None
-        self._client = client
-        self._owns_client = client is None
         self._dimension: int | None = None
-
-    def __repr__(self) -> str:
-        key = "set" if self._api_key else "unset"
-        return f"OpenAIEmbedder({self.base_url!r}, {self.model!r}, {self.api_key_env} {key})"
-
-    @property
-    def endpoint(self) -> str:
-        return f"{self.base_url}/embeddings"
-
-    def close(self) -> None:
-        """Close the HTTP client if this embedder made it."""
-        if self._owns_client and self._client is not None:
-            self._client.close()
-            self._client = None
-
-    def __enter__(self) -> "OpenAIEmbedder":
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     def embed(self, texts: list[str], *, progress: Progress | None = None) -> list[list[float]]:
         """One vector per text, in order; `progress(n)` after each batch with the texts done so far."""
@@ -152,88 +99,13 @@ class OpenAIEmbedder(LearntDimension):
     # -- one batch -------------------------------------------------------------------------------
 
     def _embed_batch(self, batch: list[str]) -> list[list[float]]:
-        retrying = Retrying(
-            retry=retry_if_exception_type(_Transient),
-            stop=stop_after_attempt(self.max_retries + 1),
-            wait=self._wait,
-            before_sleep=self._log_retry,
-            reraise=True,
-        )
-        try:
-            payload = retrying(self._post, batch)
-        except _Transient as error:
-            attempts = self.max_retries + 1
-            tried = f"after {attempts} attempts" if attempts > 1 else "(no retries)"
-            raise EmbeddingFailed(f"embedding endpoint {self.base_url} failed {tried}: {error}",
-                                  endpoint=self.base_url, status=error.status) from None
-        return self._vectors(payload, len(batch))
-
-    def _wait(self, state: RetryCallState) -> float:
-        error = state.outcome.exception() if state.outcome else None
-        if isinstance(error, _Transient) and error.retry_after is not None:
-            return min(error.retry_after, self.max_wait)
-        return min(self.backoff * 2 ** (state.attempt_number - 1), self.max_wait)
-
-    def _log_retry(self, state: RetryCallState) -> None:
-        error = state.outcome.exception() if state.outcome else None
-        wait = state.next_action.sleep if state.next_action else 0.0
-        log.warning("embedding endpoint %s: %s; retrying in %.2fs (attempt %d of %d)",
-                    self.base_url, error, wait, state.attempt_number + 1, self.max_retries + 1)
-
-    def _http(self) -> httpx.Client:
-        if self._client is None:
-            self._client = httpx.Client(timeout=self.timeout)
-        return self._client
-
-    def _redact(self, text: str) -> str:
-        return text.replace(self._api_key, "***") if self._api_key else text
-
-    def _detail(self, response: httpx.Response) -> str:
-        """The server's own explanation, one line, with the key blanked out."""
-        try:
-            body = response.json()
-        except ValueError:
-            body = None
-        message: object = None
-        if isinstance(body, dict):  # OpenAI: {"error": {"message"}}; others: {"error"}, {"detail"}, {"message"}
-            error = body.get("error")
-            if isinstance(error, dict):
-                error = error.get("message")
-            message = error or body.get("detail") or body.get("message")
-        if not message:
-            message = response.text
-        text = one_line(self._redact(str(message)))
-        return f": {text}" if text else ""
-
-    def _post(self, batch: list[str]) -> Any:
-        headers = {"Authorization": f"Bearer {self._api_key}"} if self._api_key else {}
-        try:
-            response = self._http().post(
-                self.endpoint, json={"model": self.model, "input": batch}, headers=headers, timeout=self.timeout)
-        except httpx.TimeoutException:
-            raise _Transient(f"no answer within {self.timeout:g}s") from None
-        except httpx.TransportError as error:
-            raise _Transient(f"cannot be reached ({type(error).__name__}: {self._redact(str(error))})") from None
-        status = response.status_code
-        if status == 408 or status == 429 or status >= 500:
-            raise _Transient(f"{status} {response.reason_phrase}{self._detail(response)}",
-                             status=status, retry_after=_retry_after(response))
-        if status >= 400:
-            raise EmbeddingFailed(self._refusal(response), endpoint=self.base_url, status=status)
-        if status != 200:
-            raise EmbeddingFailed(f"embedding endpoint {self.base_url} answered {status} {response.reason_phrase}, not 200",
-                                  endpoint=self.base_url, status=status)
-        try:
-            return response.json()
-        except ValueError:
-            kind = response.headers.get("content-type", "no content type")
-            raise EmbeddingFailed(
-                f"embedding endpoint {self.base_url} answered with something that is not JSON ({kind}): "
-                f"{one_line(self._redact(response.text), 80)!r}", endpoint=self.base_url, status=status) from None
+        return self._vectors(self._send({"model": self.model, "input": batch}), len(batch))
 
     def _refusal(self, response: httpx.Response) -> str:
-        """A one-line message for a 4xx that no retry will fix."""
-        status, where, env = response.status_code, f"embedding endpoint {self.base_url}", self.api_key_env
+        """A one-line message for an answer other than 200 that no retry will fix (a 4xx, a 2xx or 3xx)."""
+        status, where, env = response.status_code, self.where, self.api_key_env
+        if status < 400:
+            return f"{where} answered {status} {response.reason_phrase}, not 200"
         detail = self._detail(response)
         if status == 401:
             if self._api_key:
@@ -249,7 +121,7 @@ class OpenAIEmbedder(LearntDimension):
         return f"{where} refused the request ({status} {response.reason_phrase}){detail}"
 
     def _vectors(self, payload: Any, count: int) -> list[list[float]]:
-        where = f"embedding endpoint {self.base_url}"
+        where = self.where
 
         def bad(what: str) -> EmbeddingFailed:
             return EmbeddingFailed(f"{where} {what}", endpoint=self.base_url)
