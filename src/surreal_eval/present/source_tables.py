@@ -1,5 +1,7 @@
 """Means per question source, real first with the gap beside each other source (analysis.sources), as rich
-tables for slices, evaluate and compare, and as cells the HTML report reuses. The library never prints."""
+tables for slices, evaluate, compare and gate, and as cells the HTML report reuses; and the headline those
+commands and the report lead with when the questions mix sources: each retriever's figure on the real
+questions first, every other source beside it. The library never prints."""
 
 from __future__ import annotations
 
@@ -37,7 +39,7 @@ def headline_lines(rows: list[SourceMean]) -> list[str]:
         others = "; ".join(f"{r.source} {r.mean:.3f} [{r.low:.2f}, {r.high:.2f}] (n={r.questions}), gap {r.gap:+.3f}"
                            for r in mine if r is not real)
         lines.append(f"{retriever} {real.metric} on the {real.questions} real question{'s' if real.questions != 1 else ''} "
-                     f"{real.mean:.3f} [{real.low:.2f}, {real.high:.2f}]; {others}")
+                     f"{real.mean:.3f} [{real.low:.2f}, {real.high:.2f}]" + (f"; {others}" if others else ""))
     return lines
 
 
@@ -52,7 +54,7 @@ def delta_headline_lines(rows: list[SourceDelta], metric: str) -> list[str]:
             continue
         others = "; ".join(f"{r.source} {delta_cell(r)}" for r in mine if r.retriever == retriever and r is not real)
         lines.append(f"{retriever} {metric} on the {real.questions} real question{'s' if real.questions != 1 else ''} "
-                     f"{delta_cell(real).rsplit(' n=', 1)[0]}; {others}")
+                     f"{delta_cell(real).rsplit(' n=', 1)[0]}" + (f"; {others}" if others else ""))
     return lines
 
 
