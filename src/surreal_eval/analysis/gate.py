@@ -20,11 +20,17 @@ Semantics (what `surreal-eval gate` does):
   carries the warning.
 - A retriever of the candidate that the baseline did not evaluate is skipped (listed in
   `skipped`, a skipped testcase in JUnit); one named explicitly but missing is a ConfigError.
+- Question sources (analysis.sources; a question whose source is not set counts as real): with
+  `source` (such as "real") every check is made over the questions of that source only, and a
+  candidate with no such question is a ConfigError; without it, every question decides. Either
+  way, when the candidate's questions hold several sources, `by_source` gives B - A per source
+  (real first) beside the checks, and `held` the number of questions of each source.
 """
 
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Iterable
 
 from pydantic import BaseModel
@@ -32,6 +38,7 @@ from surrealdb import RecordID
 
 from ..runs.record import load_for_comparison, resolve_run, run_before
 from .compare import Change, QuestionDelta, compare_reports
+from .sources import REFERENCE, SOURCE_ORDER, SourceDelta, question_sources, source_deltas
 from ..store.connection import Database, record_str, to_record
 from ..errors import ConfigError, NotComparable
 from ..grammar import parse_metric
@@ -79,10 +86,25 @@ class GateResult(BaseModel):
     skipped: list[str]
     warnings: list[str]
     changes: list[Change]
+    #: the source of the questions the checks were made over (None: every question)
+    source: str | None = None
+    #: the candidate's labelled questions per source, real first
+    held: dict[str, int] = {}
+    #: when the questions hold several sources: per source, baseline -> candidate of every check (analysis.sources)
+    by_source: list[SourceDelta] = []
 
     @property
     def failures(self) -> list[GateCheck]:
         return [c for c in self.checks if not c.passed]
+
+    @property
+    def decided_on(self) -> str:
+        """`the 5 real questions only`, or `all 8 questions (real 5, synthetic 3)`."""
+        if self.source is not None:
+            count = self.held.get(self.source, 0)
+            return f"the {count} {self.source} question{'s' if count != 1 else ''} only"
+        mix = f" ({', '.join(f'{s} {n}' for s, n in self.held.items())})" if len(self.held) > 1 else ""
+        return f"all {sum(self.held.values())} questions{mix}"
 
 
 def _min_differing(alpha: float) -> int:
@@ -135,8 +157,11 @@ def gate(
     alpha: float = 0.05,
     allow_different_golden: bool = False,
     per_check: bool = False,
+    source: str | None = None,
 ) -> GateResult:
     """Does the candidate run hold up against the baseline? See the module docstring for the rules."""
+    if source is not None and source not in SOURCE_ORDER:
+        raise ConfigError(f"--source must be one of {', '.join(SOURCE_ORDER)}, got {source!r}")
     if not (isinstance(max_drop, (int, float)) and max_drop >= 0):
         raise ConfigError(f"--max-drop must be a number of at least 0, got {max_drop!r}")
     if not (isinstance(alpha, (int, float)) and 0 < alpha <= 1):
@@ -164,6 +189,20 @@ def gate(
                 raise ConfigError(
                     f"cannot gate on {spec}: the {role} run {report.run} measured k = {', '.join(map(str, report.ks))}"
                 )
+    sources = question_sources(db, candidate_report.run, max(candidate_report.ks))
+    counts = Counter(sources.values())
+    held = {s: counts[s] for s in sorted(counts, key=lambda s: (SOURCE_ORDER.index(s) if s in SOURCE_ORDER else len(SOURCE_ORDER), s))}
+    everyone = (baseline_report, candidate_report)
+    if source is not None:
+        if source not in held:
+            raise ConfigError(
+                f"no {source} question to gate on: run {candidate_report.run} scored "
+                f"{', '.join(f'{n} {s}' for s, n in held.items()) or 'no labelled question'}"
+                f"{f' (a question whose source is not set counts as {REFERENCE})' if source == REFERENCE else ''}; "
+                "gate without --source to decide on every question")
+        mine = {q for q, s in sources.items() if s == source}
+        baseline_report, candidate_report = (
+            r.model_copy(update={"per_question": [q for q in r.per_question or [] if q.question in mine]}) for r in everyone)
     comparison = compare_reports(baseline_report, candidate_report, metrics=metrics, retrievers=names)
     if not comparison.same_golden and not allow_different_golden:
         raise NotComparable(
@@ -197,4 +236,7 @@ def gate(
         skipped=[f"retriever {r} is not in the baseline {baseline_report.run}" for r in skipped],
         warnings=comparison.warnings + [s for s in comparison.skipped if not s.startswith(("retriever", "k ="))],
         changes=comparison.changes,
+        source=source,
+        held=held,
+        by_source=source_deltas(*everyone, sources, [(c.retriever, c.metric) for c in checks]),
     )

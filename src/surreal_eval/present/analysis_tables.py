@@ -12,7 +12,8 @@ from ..analysis.overlap import Miss, Overlap
 from ..analysis.groups import ManyComparison
 from ..analysis.slices import Slice
 from ..stats import format_p
-from .source_tables import show_source_deltas
+from ..analysis.sources import REFERENCE
+from .source_tables import show_delta_headline, show_source_deltas
 
 __all__ = ["show_comparison", "show_gate", "show_many", "show_retriever_comparison", "show_slices"]
 
@@ -127,6 +128,7 @@ def show_comparison(console: Console, comparison: Comparison) -> None:
         console.print(f"not compared: {escape(note)}")
     rows = [(r.retriever, r) for r in c.rows]
     if rows or not c.overlap:
+        show_delta_headline(console, c.by_source)
         console.print(_delta_table("B - A per retriever and metric (p: paired randomization test; ~ sampled; "
                                    "p Holm: adjusted over every row; tied: within the mean's resolution)", "retriever", rows, "A", "B"))
         show_source_deltas(console, c.by_source)
@@ -179,7 +181,10 @@ def show_gate(console: Console, result: GateResult) -> None:
         f"{_run(result.baseline, result.baseline_label)} (fail on a drop > {result.max_drop:g} with "
         f"{'p' if result.per_check else 'Holm-adjusted p'} < {result.alpha:g})"
     )
+    console.print(f"decided on {result.decided_on}", markup=False)
     _warnings(console, result.warnings)
+    if result.source is None:  # the real figure first when the questions that decide mix sources
+        show_delta_headline(console, result.by_source, result.metrics[0])
     table = Table()
     for column in ("retriever", "metric", "baseline", "candidate", "drop", "p", "p Holm", "n", "verdict"):
         table.add_column(column, justify="left" if column in ("retriever", "metric", "verdict") else "right")
@@ -198,6 +203,12 @@ def show_gate(console: Console, result: GateResult) -> None:
             console.print("  broken questions (baseline→candidate):")
             for delta in check.broken:
                 console.print(f"    {escape(delta.question)}: {delta.before:.4f} → {delta.after:.4f}")
+    headlined = result.source is None and any(d.source == REFERENCE for d in result.by_source)
+    for metric in (result.metrics[1:] if headlined else result.metrics) if result.by_source else ():
+        show_source_deltas(console, result.by_source, metric)  # every source side by side (the headline has the first)
+    if result.by_source and result.source is None and REFERENCE in result.held:
+        console.print(f"the decision used {result.decided_on}; `--source {REFERENCE}` decides on the "
+                      f"{result.held[REFERENCE]} {REFERENCE} questions only", markup=False)
     for note in result.skipped:
         console.print(f"skipped: {escape(note)}")
     if result.changes:

@@ -59,6 +59,9 @@ def gate(
     alpha: Annotated[float, typer.Option(help="A larger fall fails only when its paired p-value, Holm-adjusted over every check, is below this.")] = 0.05,
     allow_different_golden: Annotated[bool, typer.Option("--allow-different-golden", help="Gate runs of different golden sets on their shared questions.")] = False,
     per_check: Annotated[bool, typer.Option("--per-check", help="Decide each check on its own p-value, not the Holm-adjusted one.")] = False,
+    source: Annotated[Optional[str], typer.Option(help=(
+        "Decide on the questions of this source only, e.g. real (a question whose source is not set counts as real); "
+        "default: every question."))] = None,
     junit: Annotated[Optional[Path], typer.Option(help="Also write the result as JUnit XML to this file.")] = None,
     as_json: JsonOpt = False,
 ) -> None:
@@ -70,7 +73,7 @@ def gate(
     result = with_db(lambda db: run_gate(
         db, baseline=baseline, candidate=candidate, metric=metric or ["recall@5"], retriever=retriever,
         max_drop=max_drop, alpha=alpha, allow_different_golden=allow_different_golden,
-        per_check=per_check))
+        per_check=per_check, source=source))
     if junit is not None:
         checked(lambda: write_junit(result, junit))
     if as_json:

@@ -162,7 +162,7 @@ def evaluate(
     if as_json:
         out.print_json(report.model_dump_json(exclude={"per_question"} if not per_question else None))
         return
-    display.show_report(out, report, per_question=per_question)
+    display.show_report(out, report, per_question=per_question, sources=sources)
     show_source_means(out, sources)
 
 

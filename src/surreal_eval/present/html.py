@@ -6,6 +6,9 @@
 The charts are plotly figures; plotly.js is embedded inline once (no CDN, no network), so the
 file opens anywhere. Sections:
 
+0. when the latest run's questions hold several sources, the headline: each retriever's `metric` on
+   the real questions (a question whose source is not set counts as real), every other source
+   beside it with the gap, and what the all-question means below mix;
 1. trend: each retriever's mean of every metric@k over the runs (a dropdown picks the metric),
    with a marker where the golden set or the corpus changed between two runs;
 2. the latest run: its means per retriever and k with 95% bootstrap intervals, and what it
@@ -41,7 +44,7 @@ from ..grammar import MetricSpec
 from ..models import RunReport
 from ..stats import format_p
 from ..store.connection import Database
-from .source_tables import delta_cell, mean_cell, source_grid
+from .source_tables import delta_cell, headline_lines, mean_cell, mixed, mixed_note, source_grid
 from .figures import escape, matrix_figure, run_name, short_id, slice_figure, slice_value, trend_figure
 
 __all__ = ["render_report", "write_report"]
@@ -59,6 +62,7 @@ th { background: #f1f4f9; } td.name, th.name { text-align: left; }
 .warning { background: #fff4d6; border-left: 4px solid #e0a100; padding: 0.5rem 0.8rem; margin: 0.6rem 0; }
 .fixed { color: #1b6fd1; font-weight: 600; } .broken { color: #b3261e; font-weight: 600; }
 code { background: #f1f4f9; padding: 0 0.2rem; }
+.headline { font-size: 1.05rem; } .headline li { margin: 0.2rem 0; }
 """
 
 
@@ -196,6 +200,20 @@ def _slices_section(rows: list[Slice], spec: MetricSpec, figures: list[str]) -> 
     return "\n".join(parts)
 
 
+def _headline_section(data) -> str:
+    """At the top when the latest run's questions mix sources: each retriever's real figure, the others beside it."""
+    if not data.sources:
+        return ""
+    lines = headline_lines(list(data.sources))
+    if not lines:
+        return f'<p class="warning">{escape(mixed_note(list(dict.fromkeys(r.source for r in data.sources))))}</p>'
+    return "\n".join([
+        f'<div class="headline"><p><strong>Headline: {escape(data.spec)} on the real questions</strong>, the figure to '
+        f"quote; every other source beside it (gap = source - real). The tables and charts below are over "
+        f"{escape(mixed(list(data.sources)))}.</p>",
+        "<ul>", *(f"<li>{escape(line)}</li>" for line in lines), "</ul></div>"])
+
+
 def _sources_section(data) -> str:
     """Every source's mean side by side (real first, the gap beside), and B - A per source."""
     if not data.sources:
@@ -249,6 +267,7 @@ def render_report(
         f'<p class="muted">{len(summaries)} run{"s" if len(summaries) != 1 else ""} in '
         f"{escape(db.settings.describe())}; latest {escape(latest.run)}"
         f'{" (" + escape(latest.label) + ")" if latest.label else ""}; generated {generated}</p>',
+        _headline_section(data),
         "<h2>Trend</h2>",
         '<p class="muted">each retriever\'s mean per run; pick the metric in the menu. A dotted line marks a '
         "change of golden set or corpus between two runs: means either side of it are not directly comparable.</p>",

@@ -9,6 +9,7 @@ from pathlib import Path
 from ..analysis.gate import GateCheck, GateResult
 from ..errors import InputError
 from ..stats import p_phrase
+from .source_tables import delta_cell
 
 __all__ = ["failure_message", "write_junit"]
 
@@ -42,7 +43,7 @@ def write_junit(result: GateResult, path: str | Path) -> Path:
         root,
         "testsuite",
         {
-            "name": f"gate {result.candidate} against {result.baseline}",
+            "name": f"gate {result.candidate} against {result.baseline} on {result.decided_on}",
             **counts,
             "timestamp": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         },
@@ -56,6 +57,8 @@ def write_junit(result: GateResult, path: str | Path) -> Path:
         ("max_drop", f"{result.max_drop:g}"),
         ("alpha", f"{result.alpha:g}"),
         ("decided_on", "per-check p" if result.per_check else "Holm-adjusted p"),
+        ("questions", result.decided_on),
+        *((f"by_source.{d.retriever}.{d.metric}.{d.source}", delta_cell(d)) for d in result.by_source),
         *((f"warning_{i}", w) for i, w in enumerate(result.warnings, start=1)),
         *((f"changed.{c.field}", f"{c.a!r} -> {c.b!r}") for c in result.changes),
     ):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter, defaultdict
+from collections.abc import Sequence
 
 from rich.console import Console
 from rich.markup import escape
@@ -13,6 +14,8 @@ from ..errors import one_line
 from ..models import Diagnosis, RunReport, RunSummary
 from ..store.migrate_prefix import MigrationReport
 from ..store.registry import Retriever
+from ..analysis.sources import SourceMean
+from .source_tables import mixed, show_headline
 
 __all__ = ["show_report", "show_rerank", "show_history", "show_registry", "show_diagnosis", "migration_lines"]
 
@@ -26,15 +29,19 @@ def _fmt(value: float | None) -> str:
     return "-" if value is None else f"{value:.3f}"
 
 
-def show_report(console: Console, report: RunReport, *, per_question: bool = False) -> None:
-    """The means per retriever and k, then (optionally) where each question's labels landed, then the sweep."""
+def show_report(console: Console, report: RunReport, *, per_question: bool = False, sources: Sequence[SourceMean] = ()) -> None:
+    """The means per retriever and k, then (optionally) where each question's labels landed, then the sweep.
+    `sources` (the run's means per question source, analysis.sources): when the questions hold several, the
+    real figure comes first as the headline and the table says it mixes sources."""
     title = f"run {report.run}" + (f" ({report.label})" if report.label else "")
     p = report.params
     console.print(
         f"[bold]{_plain(title)}[/bold]: {report.questions} questions, corpus {_plain(p.get('corpus'))}, "
         f"depth {p.get('depth')}, RRF constant {p.get('rrf_k')}, floor {p.get('floor')}"
     )
-    table = Table(title="mean per retriever and k [95% bootstrap interval over questions]")
+    show_headline(console, list(sources))
+    over = f" over {mixed(list(sources))}" if sources else ""
+    table = Table(title=f"mean per retriever and k{over} [95% bootstrap interval over questions]")
     table.add_column("retriever")
     table.add_column("k", justify="right")
     for metric in report.metrics:
