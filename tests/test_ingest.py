@@ -417,12 +417,12 @@ def test_text_and_ids_full_of_surrealql_are_only_ever_values(db, text):
 # ---------------------------------------------------------------------------------------- harness
 
 
-def test_a_missing_harness_is_imported_with_the_data_dimension_only_when_asked():
+def test_a_missing_harness_is_imported_with_the_data_dimension_unless_refused():
     db = connect(Settings(url="mem://"))
     try:
         with pytest.raises(ConfigError, match="harness is not imported"):
-            load_corpus(db, [doc(1, dim=3)])
-        report = load_corpus(db, [doc(1, dim=3), doc(2, dim=3)], create_harness=True)
+            load_corpus(db, [doc(1, dim=3)], create_harness=False)
+        report = load_corpus(db, [doc(1, dim=3), doc(2, dim=3)])  # the default, as `surreal-eval load corpus`
         assert report.harness_imported == 3
         assert db.value("SELECT VALUE dimension FROM ONLY seval_config:current") == 3
         with pytest.raises(InputError, match="'d5': embedding has 4 values, the index expects 3"):

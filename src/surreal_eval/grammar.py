@@ -11,7 +11,7 @@ from typing import Any, NamedTuple
 
 from .errors import ConfigError
 
-__all__ = ["LIMITS", "METRICS", "MetricSpec", "check_number", "check_params", "file_metrics", "parse_ks", "parse_metric",
+__all__ = ["DEFAULT_KS", "LIMITS", "METRICS", "MetricSpec", "check_number", "check_params", "file_metrics", "parse_ks", "parse_metric",
            "parse_retrievers", "surql_dir"]
 
 _METRIC_FUNCTION = re.compile(r"^DEFINE FUNCTION (?:OVERWRITE )?fn::seval::metric_([A-Za-z0-9_]+)\(", re.MULTILINE)
@@ -38,6 +38,8 @@ def file_metrics(text: str | None = None) -> tuple[str, ...]:
 #: Every metric the harness defines: one SurrealQL function fn::metric_<name> each in
 #: surql/metrics.surql, in file order (a database may hold more: fn::scored_metrics() lists them).
 METRICS = file_metrics()
+#: The cutoffs an evaluation measures when none are given (`surreal-eval evaluate --k`'s default too).
+DEFAULT_KS = (1, 3, 5, 10)
 
 
 class MetricSpec(NamedTuple):

@@ -343,11 +343,12 @@ def compare_retrievers(
     run: str | RecordID,
     retriever_a: str,
     retriever_b: str,
-    metric: str | Iterable[str] | None = "recall@5",
+    metric: str | Iterable[str] | None = None,
 ) -> RetrieverComparison:
     """Retriever A against retriever B within one run, paired by question (B - A; fixed = B scores higher).
 
-    `metric` is one NAME@K, several, or None for every metric at every k of the run.
+    `metric` is one NAME@K, several, or None (the default, as `surreal-eval compare`) for every metric
+    at every k of the run.
     """
     report = load_for_comparison(db, run)
     index = _index(report)

@@ -106,6 +106,22 @@ class GateResult(BaseModel):
         mix = f" ({', '.join(f'{s} {n}' for s, n in self.held.items())})" if len(self.held) > 1 else ""
         return f"all {sum(self.held.values())} questions{mix}"
 
+    @property
+    def summary(self) -> str:
+        """The verdict as text: a line, then per failed check the means, the interval of the
+        difference, p raw and Holm-adjusted and the broken questions (analysis/gate_text.py)."""
+        from .gate_text import gate_summary
+
+        return gate_summary(self)
+
+    def __str__(self) -> str:
+        return self.summary
+
+    def __repr__(self) -> str:
+        from .gate_text import gate_repr
+
+        return gate_repr(self)
+
 
 def _min_differing(alpha: float) -> int:
     """The fewest differing questions whose most extreme sign pattern has p = 2 / 2**m < alpha."""

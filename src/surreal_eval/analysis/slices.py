@@ -65,7 +65,7 @@ def scored_rows(db: Database, run: str | RecordID, metric: str) -> tuple[MetricS
 
 def slices(
     db: Database,
-    run: str | RecordID,
+    run: str | RecordID = "latest",
     metric: str = "recall@5",
     by: str | Iterable[str] = ("category", "language", "source"),
 ) -> list[Slice]:

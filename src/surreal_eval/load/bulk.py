@@ -188,7 +188,7 @@ def load_corpus(
     batch_size: int = DEFAULT_BATCH_SIZE,
     embedder: Embedder | None = None,
     progress: Progress | None = None,
-    create_harness: bool = False,
+    create_harness: bool = True,
     source: str | None = None,
     on_duplicate: OnDuplicate = "refuse",
     doc_table: str = DOCUMENTS,
@@ -201,8 +201,9 @@ def load_corpus(
     inside the database when `surreal-eval watch` asked for it; the run is in the report.
 
     Documents without an embedding are embedded by `embedder` (`title. content`); with none, they
-    are refused. `create_harness` imports the harness when it is missing, with the dimension of the
-    first embedding (otherwise a missing harness is a ConfigError). The table's BM25 index uses
+    are refused. `create_harness` (the default, as `surreal-eval load`) imports the harness when it is
+    missing, with the dimension of the first embedding; `create_harness=False` makes a missing harness
+    a ConfigError. The table's BM25 index uses
     `analyzer`, else the one it has, else the default (store/analyzers.py).
     """
     _not_another_table(db, identifier(table, what="corpus table"))  # a table of yours first: the message says why
@@ -239,7 +240,7 @@ def load_golden(
     batch_size: int = DEFAULT_BATCH_SIZE,
     embedder: Embedder | None = None,
     progress: Progress | None = None,
-    create_harness: bool = False,
+    create_harness: bool = True,
     on_duplicate: OnDuplicate = "refuse",
     label_table: str | None = None,
     allow_unlabelled: bool = False,
@@ -308,7 +309,7 @@ def load_dataset(
     batch_size: int = DEFAULT_BATCH_SIZE,
     embedder: Embedder | None = None,
     progress: Progress | None = None,
-    create_harness: bool = False,
+    create_harness: bool = True,
     analyzer: str | None = None,
 ) -> DatasetReport:
     """Load documents into `article` and the golden set that labels them, all or nothing.
@@ -360,7 +361,7 @@ def load_beir(
     batch_size: int = DEFAULT_BATCH_SIZE,
     embedder: Embedder | None = None,
     progress: Progress | None = None,
-    create_harness: bool = False,
+    create_harness: bool = True,
     on_duplicate: OnDuplicate = "refuse",
     analyzer: str | None = None,
 ) -> DatasetReport:

@@ -5,13 +5,13 @@ from __future__ import annotations
 import logging
 import os
 import subprocess
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 
 from ..errors import EngineCheckFailed
 from ..store.connection import Database
 from ..store.golden import golden_rows, golden_set
-from ..grammar import check_number, check_params
+from ..grammar import DEFAULT_KS, check_number, check_params
 from ..store.registry import resolve_retrievers
 from ..models import RunReport
 from .record import load_run
@@ -35,7 +35,7 @@ GROUP = 256
 def evaluate(
     db: Database,
     *,
-    ks: list[int],
+    ks: Sequence[int] = DEFAULT_KS,
     retrievers: list[str] | None = None,
     label: str | None = None,
     params: dict[str, Any] | None = None,
@@ -49,6 +49,8 @@ def evaluate(
     rerank: Rerank | None = None,
 ) -> RunReport:
     """Evaluate the golden set in the database (fn::seval::run_evaluation), record the run, return its report.
+
+    `ks` are the cutoffs (default DEFAULT_KS, 1, 3, 5 and 10, as `surreal-eval evaluate`).
 
     `params` may set corpus, depth, rrf_k, floor, floors, weights, norm, split and ann_check (also
     rank by the exact neighbours, retriever vector_exact, and record the HNSW list's ann_recall@k);
@@ -64,6 +66,7 @@ def evaluate(
     (surql/candidate_cache.surql), and so is an engine check that passed (surql/checks.surql); `fresh`
     queries the indexes for every list (and stores them anew) and asks the engine every check.
     """
+    ks = list(ks)
     for k in ks:
         check_number("k", k, option="every k")
     given = check_params({k: v for k, v in (params or {}).items() if v is not None})

@@ -69,12 +69,13 @@ def run_fields(row: dict) -> dict:
 def load_run(
     db: Database, run: str | RecordID, *, per_question: bool = False, intervals: bool = True
 ) -> RunReport:
-    """The report of a finished run, by id (`seval_run:xyz` or `xyz`).
+    """The report of a finished run: `seval_run:xyz`, `xyz`, or any name resolve_run takes (`latest`,
+    `previous`), as every command that takes a run.
 
     With `intervals` (the default) every mean carries its 95% bootstrap interval over questions
     and its resolution, computed from the run's per-question results.
     """
-    run_id = to_record(run, "seval_run")
+    run_id = run if isinstance(run, RecordID) else resolve_run(db, run)
     row = db.value("RETURN fn::seval::finished_run($run)", {"run": run_id})
     if not row:
         raise NotFound(f"no finished run {record_str(run_id)}: `surreal-eval history` lists the runs")
