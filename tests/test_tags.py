@@ -7,7 +7,7 @@ from typer.testing import CliRunner
 
 from surreal_eval import ConfigError, NotFound, PermissionDenied, Settings, compare_runs, connect, evaluate, gate, history, load_run
 from surreal_eval.present.cli import app
-from surreal_eval.runs.tags import delete_runs, prune_runs, tag_run, untag
+from surreal_eval import delete_runs, prune_runs, tag_run, untag
 from surreal_eval.runs.tune import assign_splits, tune
 from surreal_eval.store.connection import record_str
 
