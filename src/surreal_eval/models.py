@@ -315,6 +315,10 @@ class RunReport(BaseModel):
     ann: list[AnnRow] = []
     warning: str | None = None
     per_question: list[QuestionResult] | None = None
+    #: the tags naming this run (`surreal-eval tag`)
+    tags: list[str] = []
+    #: False for `evaluate --no-record`: the run was scored and discarded, nothing of it is in history
+    recorded: bool = True
 
     @property
     def metrics(self) -> list[str]:
@@ -339,6 +343,8 @@ class RunSummary(BaseModel):
     git_commit: str | None = None
     trigger: str | None = None
     tuning: dict[str, Any] | None = None
+    #: the tags naming this run (`surreal-eval tag`)
+    tags: list[str] = []
 
     @property
     def metrics(self) -> list[str]:

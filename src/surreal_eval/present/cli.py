@@ -13,7 +13,7 @@ import typer
 from typer._click import ClickException  # typer vendors click: its usage errors are these
 
 from . import (  # noqa: F401 - registering is importing
-    commands_analysis, commands_generate, commands_golden, commands_golden_log, commands_golden_promote, commands_judge,
+    commands_analysis, commands_generate, commands_golden, commands_history, commands_golden_log, commands_golden_promote, commands_judge,
     commands_load, commands_retrievers,
     commands_runs, commands_supplied,
 )
@@ -23,7 +23,7 @@ from .app import app, err
 __all__ = ["app", "main", "run_cli", "EXIT_CODES"]
 
 #: The order `surreal-eval --help` lists the commands in (the groups, load, golden, export, retriever and endpoint, follow).
-ORDER = ("demo", "init", "migrate", "evaluate", "score", "history", "retrievers", "diagnose", "chunk", "attach", "watch", "split", "tune", "grant",
+ORDER = ("demo", "init", "migrate", "evaluate", "score", "history", "tag", "untag", "retrievers", "diagnose", "chunk", "attach", "watch", "split", "tune", "grant",
          "compare", "gate", "report", "slices")
 app.registered_commands.sort(key=lambda info: ORDER.index(info.callback.__name__))
 

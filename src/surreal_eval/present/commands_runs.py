@@ -1,4 +1,5 @@
-"""Commands that run and read evaluations: demo, init, migrate, evaluate, history, diagnose, export, watch, split, tune, grant."""
+"""Commands that run and read evaluations: demo, init, migrate, evaluate, diagnose, export, watch, split, tune, grant
+(history, tags and pruning: commands_history.py)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from typing import TYPE_CHECKING, Annotated, Optional
 import typer
 
 from ..errors import ConfigError, InputError, NotFound, Rejected
-from ..grammar import check_number, parse_ks, parse_metric, parse_weights
+from ..grammar import check_number, parse_ks, parse_weights
 
 if TYPE_CHECKING:
     from ..store.connection import Database
@@ -126,6 +127,7 @@ def evaluate(
     dangling_labels: DanglingOpt = None,
     judgments: JudgmentsOpt = None,
     fresh: FreshOpt = False,
+    no_record: Annotated[bool, typer.Option("--no-record", help="Evaluate and print, but record no run (history stays as it was).")] = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Evaluate the golden set, record the run in history and print its means."""
@@ -147,8 +149,8 @@ def evaluate(
         report = run_evaluation(
             db, ks=ks, retrievers=retriever, label=label, params=params, per_question=per_question, trigger="cli", fresh=fresh,
             rerank=Rerank(rerank, depth=rerank_depth, api=rerank_api, model=rerank_model) if rerank else None,
-            progress=lambda done, total: bar("evaluating questions", done, total))
-        if as_json:
+            progress=lambda done, total: bar("evaluating questions", done, total), record=not no_record)
+        if as_json or no_record:
             return report, []
         try:  # the means per question source, real first with the gap beside, when the questions hold several
             return report, run_source_means(db, report.run, f"recall@{5 if 5 in report.ks else max(report.ks)}")
@@ -177,28 +179,6 @@ def _golden(golden: str | None, dangling_labels: str | None = None, judgments: s
     if judgments not in (None, "human", "human+model"):
         fail(ConfigError(f"--judgments must be human or human+model, got {judgments!r}"))
     return {"golden": table_name(golden, "--golden table"), "dangling_labels": dangling_labels, "judgments": judgments}
-
-
-@app.command()
-def history(
-    metric: Annotated[str, typer.Option(help="Metric to show per retriever, e.g. recall@5 (default: recall at each run's deepest k).")] = "recall",
-    limit: Annotated[Optional[int], typer.Option(help="Show only the last N runs.")] = None,
-    as_json: JsonOpt = False,
-) -> None:
-    """Print the run trend: one line per finished run."""
-    from . import run_tables as display
-    from ..runs.history import history as read_history
-
-    if limit is not None:
-        checked(lambda: check_number("limit", limit))
-    name, at = (metric, None) if "@" not in metric else tuple(checked(lambda: parse_metric(metric)))
-    if "@" not in metric:
-        checked(lambda: parse_metric(f"{metric}@1"))
-    runs = with_db(lambda db: read_history(db, limit=limit))
-    if as_json:
-        out.print_json(data=[r.model_dump(mode="json") for r in runs])
-        return
-    display.show_history(out, runs, name, at)
 
 
 @app.command()

@@ -33,7 +33,8 @@ def show_report(console: Console, report: RunReport, *, per_question: bool = Fal
     """The means per retriever and k, then (optionally) where each question's labels landed, then the sweep.
     `sources` (the run's means per question source, analysis.sources): when the questions hold several, the
     real figure comes first as the headline and the table says it mixes sources."""
-    title = f"run {report.run}" + (f" ({report.label})" if report.label else "")
+    title = (f"run {report.run}" if report.recorded else "run not recorded (--no-record)") + (f" ({report.label})" if report.label else "") \
+        + (f" [tags: {', '.join(report.tags)}]" if report.tags else "")
     p = report.params
     console.print(
         f"[bold]{_plain(title)}[/bold]: {report.questions} questions, corpus {_plain(p.get('corpus'))}, "
@@ -180,14 +181,14 @@ def show_history(console: Console, runs: list[RunSummary], metric: str, k: int |
     for run in runs:
         retrievers += [r for r in run.retrievers if r not in retrievers]
     table = Table(title=f"history: {metric}@{k or 'deepest k'} per retriever")
-    for column in ("run", "time", "label", "questions"):
+    for column in ("run", "tags", "time", "label", "questions"):
         table.add_column(column)
     for name in retrievers:
         table.add_column(name, justify="right")
     for run in runs:
         at = k or max(run.ks)
         table.add_row(
-            _plain(run.run), run.created_at.strftime("%Y-%m-%d %H:%M:%S"),
+            _plain(run.run), _plain(", ".join(run.tags)), run.created_at.strftime("%Y-%m-%d %H:%M:%S"),
             _plain(run.label or "") + (escape(" [FORCED: tuned and reported on the same questions]")
                                        if run.tuning and run.tuning.get("forced") else ""),
             str(run.questions),

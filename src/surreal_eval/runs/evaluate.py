@@ -14,7 +14,7 @@ from ..store.golden import golden_rows, golden_set
 from ..grammar import DEFAULT_KS, check_number, check_params
 from ..store.registry import resolve_retrievers
 from ..models import RunReport
-from .record import load_run
+from .record import load_run, report_from_row
 from .endpoints import endpoint_rankings, split_endpoints
 from .rerank import SUFFIX, Rerank, check_rerank, rerank_stage
 from .supplied import Supplied, check_corpus
@@ -47,6 +47,7 @@ def evaluate(
     fresh: bool = False,
     supplied: Supplied | None = None,
     rerank: Rerank | None = None,
+    record: bool = True,
 ) -> RunReport:
     """Evaluate the golden set in the database (fn::seval::run_evaluation), record the run, return its report.
 
@@ -65,6 +66,9 @@ def evaluate(
     A question's BM25 and vector lists are read from an earlier run when their inputs are unchanged
     (surql/candidate_cache.surql), and so is an engine check that passed (surql/checks.surql); `fresh`
     queries the indexes for every list (and stores them anew) and asks the engine every check.
+    With `record=False` the run is scored, read back (report.recorded False) and discarded: nothing
+    enters history, no engine check or provenance is kept; only the candidate lists it fetched are
+    kept, which a later run on the same inputs would fetch and store exactly the same.
     """
     ks = list(ks)
     for k in ks:
@@ -115,6 +119,11 @@ def evaluate(
                 if progress else None,
             )
             db.flush_if_full()
+        if not record:
+            row = db.value("RETURN fn::seval::unrecorded_run($run)", {"run": run})
+            report = report_from_row(db, run, row, per_question=per_question, intervals=intervals)
+            db.value("RETURN fn::seval::discard_run($run)", {"run": run})
+            return report.model_copy(update={"recorded": False})
         db.value("RETURN fn::seval::finish_run($run)", {"run": run})
     except BaseException:
         try:  # leave nothing of a failed run behind (a killed process leaves it unfinished: invisible)

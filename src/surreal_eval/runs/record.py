@@ -1,8 +1,9 @@
-"""The run record: resolving a run's name (`seval_run:x`, `x`, `latest`, `previous`), ordering its
+"""The run record: resolving a run's name (`seval_run:x`, `x`, `latest`, `previous`, a tag), ordering its
 rows, and loading a finished run back as a RunReport with intervals and per-question results."""
 
 from __future__ import annotations
 
+import re
 from datetime import datetime
 
 import numpy as np
@@ -14,7 +15,11 @@ from ..models import AnnRow, Bounds, EngineCheck, MetricRow, QuestionResult, Run
 from ..stats import confidence_intervals, resolution, sample_warning
 from ..store.connection import Database, record_str, to_record
 
-__all__ = ["run_fields", "run_order", "run_metrics", "ordered", "resolve_run", "run_before", "load_run", "load_for_comparison"]
+__all__ = ["run_fields", "run_order", "run_metrics", "ordered", "resolve_run", "run_before", "load_run", "load_for_comparison",
+           "report_from_row", "TAG_PATTERN"]
+
+#: What a tag's name looks like (`surreal-eval tag RUN NAME`): a name a run reference can never be confused with.
+TAG_PATTERN = re.compile(r"[A-Za-z][A-Za-z0-9_.-]{0,63}")
 
 def run_order(retrievers: list[str]):
     """Sort key for rows with `retriever` and `k`: report order of retrievers, then k."""
@@ -23,8 +28,8 @@ def run_order(retrievers: list[str]):
 
 
 def resolve_run(db: Database, ref: str | RecordID) -> RecordID:
-    """The finished run `ref` names: `seval_run:x` or `x`, `latest` (the newest finished run) or
-    `previous` (the one before it). NotFound when there is no such run."""
+    """The finished run `ref` names: `seval_run:x` or `x`, `latest` (the newest finished run),
+    `previous` (the one before it) or a tag (`surreal-eval tag`). NotFound when there is no such run."""
     if isinstance(ref, str) and ref.strip() in {"latest", "previous"}:
         wanted = 1 if ref.strip() == "latest" else 2
         rows = db.value("RETURN fn::seval::latest_finished_runs($n)", {"n": wanted})
@@ -36,7 +41,13 @@ def resolve_run(db: Database, ref: str | RecordID) -> RecordID:
             )
         return rows[-1]["id"]
     if isinstance(ref, str) and not ref.strip():
-        raise ConfigError("empty run id: pass seval_run:ID, ID, latest or previous")
+        raise ConfigError("empty run id: pass seval_run:ID, ID, latest, previous or a tag")
+    if isinstance(ref, str) and TAG_PATTERN.fullmatch(ref.strip()):
+        tagged = db.value("RETURN fn::seval::tagged_run($name)", {"name": ref.strip()})
+        if tagged is not None:
+            if not db.value("RETURN fn::seval::is_finished_run($run)", {"run": tagged}):
+                raise NotFound(f"tag {ref.strip()} names {record_str(tagged)}, which is no finished run")
+            return tagged
     run_id = to_record(ref.strip() if isinstance(ref, str) else ref, "seval_run")
     if not db.value("RETURN fn::seval::is_finished_run($run)", {"run": run_id}):
         raise NotFound(f"no finished run {record_str(run_id)}: `surreal-eval history` lists the runs")
@@ -79,6 +90,13 @@ def load_run(
     row = db.value("RETURN fn::seval::finished_run($run)", {"run": run_id})
     if not row:
         raise NotFound(f"no finished run {record_str(run_id)}: `surreal-eval history` lists the runs")
+    report = report_from_row(db, run_id, row, per_question=per_question, intervals=intervals)
+    report.tags = db.value("SELECT VALUE name FROM fn::seval::tags() WHERE run = $run", {"run": run_id})
+    return report
+
+
+def report_from_row(db: Database, run_id: RecordID, row: dict, *, per_question: bool, intervals: bool) -> RunReport:
+    """The report of run `run_id` whose seval_run row (means computed) is `row`, from its rankings."""
     order = run_order(row["retrievers"])
     names = run_metrics(row)
     fields = run_fields(row)

@@ -56,7 +56,7 @@ __all__ = [
 #: are templates of one corpus table, applied here for `article` (and by define_corpus for others).
 HARNESS_SCRIPTS = ("analyzers", "schema", "golden", "labels", "promote", "generate", "judge", "corpus", "corpus_indexes", "ingest", "retrievers", "tune_ef", "attached", "user_retrievers",
                    "supplied", "endpoints", "rerank", "registry", "metrics", "scoring", "history", "candidate_cache", "ann_check", "checks",
-                   "evaluate", "queries", "runs", "access")
+                   "evaluate", "queries", "runs", "tags", "prune", "access")
 #: The script rendered with one branch per attached table (see attached_script).
 ATTACHED_SCRIPT = "attached"
 CORPUS_SCRIPTS = ("corpus", "corpus_indexes")

@@ -1,0 +1,135 @@
+"""Named baselines and a tidy history: tag a run (`main`), remove tags, delete and prune runs.
+
+A tag names one finished run and moves when put on another; every command that takes a run takes a
+tag (runs/record.py resolve_run). The owner may tag any run, an evaluator only its own runs. Deleting
+runs is the owner's only (surql/prune.surql); a tagged run is deleted only when asked.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime
+
+from pydantic import BaseModel
+from surrealdb import RecordID
+
+from ..errors import ConfigError, NotFound, PermissionDenied
+from ..store.connection import Database, record_str
+from .record import TAG_PATTERN, resolve_run
+
+__all__ = ["Tagged", "RemovedRun", "check_tag_name", "tag_run", "untag", "delete_runs", "prune_runs", "DURATION"]
+
+#: A SurrealDB duration as `--older-than` takes it: 30d, 12h, 2w, 1d12h.
+DURATION = re.compile(r"(\d+(ns|us|ms|s|m|h|d|w|y))+")
+#: What a generated run id looks like: a tag never does, so `x` can always name the run `seval_run:x`.
+_RUN_ID = re.compile(r"[a-z0-9]{20}")
+_OWNERS_ONLY = "deleting runs rewrites history: an evaluator account may not; sign in as an owner to do it"
+
+
+class Tagged(BaseModel):
+    """What `tag_run` or `untag` did: tag `name` now names `run` (None: removed) and named `before`."""
+
+    name: str
+    run: str | None
+    before: str | None = None
+
+
+class RemovedRun(BaseModel):
+    """A run `delete_runs` or `prune_runs` removed (or, with dry_run, would remove)."""
+
+    run: str
+    created_at: datetime
+    label: str | None = None
+    #: its seval_ranking rows (None in a dry run: not counted)
+    rankings: int | None = None
+    tags: list[str] = []
+
+
+def check_tag_name(name: str) -> str:
+    """`name` if it can be a tag: letters, digits, `_`, `.`, `-`, starting with a letter, at most 64
+    characters, neither `latest` nor `previous` nor shaped like a generated run id; else ConfigError."""
+    if not TAG_PATTERN.fullmatch(name):
+        raise ConfigError(f"tag {name!r} is not a valid name: start with a letter, then letters, digits, _ . or -"
+                          " (at most 64 characters)")
+    if name in {"latest", "previous"} or _RUN_ID.fullmatch(name):
+        raise ConfigError(f"tag {name!r} would read as a run reference: choose another name")
+    return name
+
+
+def _mine(db: Database, run: RecordID) -> bool:
+    """The signed-in user may tag `run`: a system user, or the record user who created it."""
+    return bool(db.value("RETURN $auth = NONE OR $run.created_by = $auth", {"run": run}))
+
+
+def tag_run(db: Database, run: str | RecordID, name: str, *, by: str | None = None) -> Tagged:
+    """Put tag `name` on the finished run `run` names (an id, `latest`, `previous` or a tag), moving it
+    from the run it named before. An evaluator may tag only its own runs and move a tag only off its own
+    run (PermissionDenied)."""
+    check_tag_name(name)
+    if db.value("RETURN record::exists(type::record('seval_run', $name))", {"name": name}):
+        raise ConfigError(f"tag {name!r} is the id of run seval_run:{name}: choose another name")
+    run_id = resolve_run(db, run)
+    before = db.value("RETURN fn::seval::tagged_run($name)", {"name": name})
+    for target in (run_id, before):
+        if target is not None and not _mine(db, target):
+            raise PermissionDenied(f"tag {name}: {record_str(target)} is not a run of this evaluator account, "
+                                   "which may tag only its own runs; sign in as an owner to do it")
+    db.value("RETURN fn::seval::tag_run($name, $run, $by)", {"name": name, "run": run_id, "by": by})
+    return Tagged(name=name, run=record_str(run_id), before=record_str(before) if before is not None else None)
+
+
+def untag(db: Database, name: str) -> Tagged:
+    """Remove tag `name` (NotFound when there is none); an evaluator only from its own run."""
+    check_tag_name(name)
+    before = db.value("RETURN fn::seval::tagged_run($name)", {"name": name})
+    if before is None:
+        raise NotFound(f"no tag {name}: `surreal-eval history` shows the tags")
+    if not _mine(db, before):
+        raise PermissionDenied(f"tag {name} sits on {record_str(before)}, not a run of this evaluator account; "
+                               "sign in as an owner to remove it")
+    db.value("RETURN fn::seval::untag($name)", {"name": name})
+    return Tagged(name=name, run=None, before=record_str(before))
+
+
+def _owner(db: Database) -> None:
+    if db.value("RETURN $auth != NONE"):
+        raise PermissionDenied(_OWNERS_ONLY)
+
+
+def _removed(rows: list[dict]) -> list[RemovedRun]:
+    return [RemovedRun(**{**row, "run": record_str(row["id"])}) for row in rows]
+
+
+def delete_runs(db: Database, runs: list[str | RecordID], *, include_tagged: bool = False,
+                dry_run: bool = False) -> list[RemovedRun]:
+    """Delete the finished runs `runs` name (ids, `latest`, `previous`, tags) with their rankings and tags;
+    returns them, oldest first. Refused (ConfigError, nothing deleted) when one carries a tag, unless
+    `include_tagged`; NotFound for a name that is no finished run; owner only (PermissionDenied)."""
+    _owner(db)
+    ids = list(dict.fromkeys(resolve_run(db, ref) for ref in runs))
+    tags = db.value("SELECT name, run FROM fn::seval::tags() WHERE run IN $runs", {"runs": ids})
+    if tags and not include_tagged:
+        named = ", ".join(f"{record_str(t['run'])} ({t['name']})" for t in tags)
+        raise ConfigError(f"tagged run {named} kept: remove the tag first (`surreal-eval untag NAME`) or pass --include-tagged")
+    if dry_run:
+        rows = db.value("SELECT id, created_at, label FROM seval_run WHERE id IN $runs ORDER BY created_at", {"runs": ids})
+        return _removed([{**r, "tags": [t["name"] for t in tags if t["run"] == r["id"]]} for r in rows])
+    return _removed(db.value("RETURN fn::seval::delete_runs($runs)", {"runs": ids}))
+
+
+def prune_runs(db: Database, *, keep: int, older_than: str | None = None, include_tagged: bool = False,
+               dry_run: bool = False) -> list[RemovedRun]:
+    """Delete every finished run but the `keep` newest (all golden sets together), only those older than
+    `older_than` (a duration: 30d, 12h) when given, never a tagged run unless `include_tagged`; returns
+    them, oldest first (with `dry_run` removes nothing). Owner only (PermissionDenied)."""
+    _owner(db)
+    if keep < 0:
+        raise ConfigError(f"--keep must be 0 or more, got {keep}")
+    if older_than is not None and not DURATION.fullmatch(older_than):
+        raise ConfigError(f"--older-than {older_than!r} is not a duration: write e.g. 30d, 12h or 2w")
+    rows = db.value("RETURN fn::seval::prunable_runs($keep, <duration> $age, $tagged)" if older_than
+                    else "RETURN fn::seval::prunable_runs($keep, NONE, $tagged)",
+                    {"keep": keep, "age": older_than, "tagged": include_tagged})
+    if dry_run or not rows:
+        return _removed(rows)
+    return _removed(db.value("RETURN fn::seval::delete_runs($runs)", {"runs": [r["id"] for r in rows]}))
