@@ -371,11 +371,15 @@ def tune(
     for row in result.sweep:
         mark = "  <- best" if row["value"] == result.best else "  (tied)" if row["value"] in result.tied else ""
         plain(out, f"  {param} = {row['value']}: {row['mean']:.4f} ({row['questions']} questions){mark}")
+    if result.inert:
+        plain(out, f"note: {result.inert}")
     if result.report is None:
         fail(Rejected(result.note))
     if result.note:
         plain(err, f"warning: {result.note}")
     display.show_report(out, result.report)
+    if result.verdict:
+        plain(out, f"verdict: {result.verdict.line}")
 
 
 @app.command()
