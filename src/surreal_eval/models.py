@@ -251,6 +251,8 @@ class MetricRow(Scored):
     floor: float | None = None
     intervals: dict[str, Bounds] | None = None
     resolution: dict[str, float] | None = None
+    #: on a chunk table (k counts chunks): the mean number of distinct documents the top k chunks belong to
+    documents: float | None = None
 
 
 class SweepRow(MetricRow):

@@ -367,12 +367,7 @@ def tune(
     if as_json:
         out.print_json(result.model_dump_json())
         return
-    plain(out, f"{param} swept on {'ALL questions (forced)' if result.forced else 'the dev split'} by {result.metric}:")
-    for row in result.sweep:
-        mark = "  <- best" if row["value"] == result.best else "  (tied)" if row["value"] in result.tied else ""
-        plain(out, f"  {param} = {row['value']}: {row['mean']:.4f} ({row['questions']} questions){mark}")
-    if result.inert:
-        plain(out, f"note: {result.inert}")
+    display.show_sweep(out, result)
     if result.report is None:
         fail(Rejected(result.note))
     if result.note:
