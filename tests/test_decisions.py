@@ -112,3 +112,97 @@ def test_floors_below_every_bm25_score_are_named(seeded):
     assert 0.5 < lowest < 2
     assert result.inert.startswith("floor = 0, 0.5 cannot change recall@3")
     assert inert_note("floor", [2, 3], MetricSpec("recall", 3), 3, lowest) is None
+
+
+def test_compare_notes_an_rrf_change_that_cannot_move_recall_at_depth(seeded):
+    from surreal_eval import evaluate
+    from surreal_eval.analysis.compare import compare_runs
+
+    a, b = (evaluate(seeded, ks=[3], params={"rrf_k": c}) for c in (60, 100_000))
+    (note,) = compare_runs(seeded, a.run, b.run).notes
+    assert note.startswith("rrf_k 60 → 100000 cannot change recall@3, hit_rate@3, precision@3 of hybrid, hybrid_floor")
+    c, d = (evaluate(seeded, ks=[1, 3], params={"rrf_k": c}) for c in (1, 60))  # 1 < depth - 1: it could
+    assert compare_runs(seeded, c.run, d.run).notes == []
+
+
+def test_compare_notes_floors_below_every_bm25_score(seeded):
+    from surreal_eval import evaluate
+    from surreal_eval.analysis.compare import compare_runs
+
+    lowest_floor, low, high = (evaluate(seeded, ks=[3], params={"floor": f}) for f in (0, 1, 3))
+    (note,) = compare_runs(seeded, lowest_floor.run, low.run).notes
+    assert note.startswith("floor 0 → 1 cannot change hybrid_floor") and "lowest 1.14" in note
+    assert compare_runs(seeded, lowest_floor.run, high.run).notes == []  # 3 cuts some candidates
+
+
+# ---------------------------------------------------------------------------------------------
+# chunk tables
+# ---------------------------------------------------------------------------------------------
+
+
+def _chunk(db, size, overlap):
+    from surreal_eval.load.chunking import chunk_corpus
+    from tests.test_chunks import WordHashEmbedder
+
+    chunk_corpus(db, source="seval_article", target="seval_chunk_t", size=size, overlap=overlap, embedder=WordHashEmbedder())
+
+
+def test_a_run_on_a_chunk_table_records_its_chunking_and_compare_shows_a_change(seeded):
+    from surreal_eval import evaluate
+    from surreal_eval.analysis.compare import compare_runs
+
+    _chunk(seeded, 8, 2)
+    first = evaluate(seeded, ks=[3], params={"corpus": "seval_chunk_t"})
+    assert first.params["chunking"] == {"source": "seval_article", "unit": "words", "size": 8, "overlap": 2}
+    _chunk(seeded, 5, 0)
+    second = evaluate(seeded, ks=[3], params={"corpus": "seval_chunk_t"})
+    changes = {c.field: (c.a, c.b) for c in compare_runs(seeded, first.run, second.run).changes}
+    assert changes["params.chunking.size"] == (8, 5) and changes["params.chunking.overlap"] == (2, 0)
+    assert "params.chunking.source" not in changes
+    assert "chunking" not in evaluate(seeded, ks=[3]).params  # the documents are not chunks
+
+
+def test_chunk_size_states_its_unit(tmp_path, monkeypatch):
+    from surreal_eval.load import embedders
+    from tests.test_chunks import WordHashEmbedder
+
+    monkeypatch.setattr(embedders, "embedder_from_spec", lambda spec: WordHashEmbedder())  # the demo's 4-d vectors
+    runner = CliRunner()
+    url = ["--url", f"surrealkv://{tmp_path / 's'}"]
+    assert "in words" in " ".join(runner.invoke(app, ["chunk", "--help"], terminal_width=200).stdout.split())
+    assert runner.invoke(app, [*url, "init", "--demo"]).exit_code == 0
+    done = runner.invoke(app, [*url, "chunk", "--into", "seval_chunk_c", "--size", "7", "--overlap", "2", "--embedder", "local:x"])
+    assert done.exit_code == 0, done.output
+    assert "size 7 words, overlap 2 words" in done.stdout
+
+
+def test_evaluate_gives_the_distinct_documents_of_the_top_k_chunks(seeded):
+    from surreal_eval import evaluate
+    from tests.test_chunks import make_chunks
+
+    make_chunks(seeded, "seval_chunk_small", 6)
+    report = evaluate(seeded, ks=[1, 3, 5], params={"corpus": "seval_chunk_small"})
+    texts = seeded.value("SELECT VALUE text FROM seval_question ORDER BY id")
+    for k in (1, 3, 5):
+        # counted here from the BM25 chunk lists themselves: each chunk's doc, distinct, over the top k
+        counts = [len({str(h["id"]).split(":")[1].split("#")[0] for h in
+                       seeded.value("RETURN fn::seval::bm25_candidates('seval_chunk_small', $t, 5)", {"t": t})[:k]})
+                  for t in texts]
+        (row,) = [r for r in report.results if r.retriever == "bm25" and r.k == k]
+        assert row.documents == pytest.approx(sum(counts) / len(counts))
+    assert any(r.documents < r.k for r in report.results)  # several chunks of one document share the top k
+    assert all(r.documents is None for r in evaluate(seeded, ks=[3]).results)
+
+
+def test_diagnose_marks_the_chunks_of_labelled_documents(seeded):
+    from surreal_eval.runs.diagnose import diagnose
+    from tests.test_chunks import make_chunks
+
+    make_chunks(seeded, "seval_chunk_small", 6)
+    found = diagnose(seeded, "rate_limit", k=5, params={"corpus": "seval_chunk_small"})
+    bm25 = next(v for v in found.retrievers if v.retriever == "bm25")
+    assert [h.relevant for h in bm25.hits] == [h.doc == "seval_article:api_rate_limits" for h in bm25.hits]
+    assert any(h.relevant for h in bm25.hits)
+    # a label names a document: the unjudged chunks are offered as their documents, never as chunk ids
+    assert found.label_commands and all(doc.startswith("seval_article:") for doc in found.label_commands)
+    assert all(h.judged == (h.doc == "seval_article:api_rate_limits") for v in found.retrievers for h in v.hits)

@@ -363,8 +363,10 @@ class RankedHit(BaseModel):
     title: str
     score: float
     relevant: bool
-    #: the question has a judgment of it, relevant or not (False: nobody judged it)
+    #: the question has a judgment of it, relevant or not (False: nobody judged it); a chunk's is its document's
     judged: bool = True
+    #: on a chunk table: the document the chunk belongs to (what a label names)
+    doc: str | None = None
 
 
 class RetrieverView(BaseModel):
