@@ -251,6 +251,8 @@ class MetricRow(Scored):
     floor: float | None = None
     intervals: dict[str, Bounds] | None = None
     resolution: dict[str, float] | None = None
+    #: on a chunk table (k counts chunks): the mean number of distinct documents the top k chunks belong to
+    documents: float | None = None
 
 
 class SweepRow(MetricRow):
@@ -367,8 +369,10 @@ class RankedHit(BaseModel):
     title: str
     score: float
     relevant: bool
-    #: the question has a judgment of it, relevant or not (False: nobody judged it)
+    #: the question has a judgment of it, relevant or not (False: nobody judged it); a chunk's is its document's
     judged: bool = True
+    #: on a chunk table: the document the chunk belongs to (what a label names)
+    doc: str | None = None
 
 
 class RetrieverView(BaseModel):

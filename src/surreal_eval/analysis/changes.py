@@ -35,7 +35,7 @@ _PROVENANCE = ("harness", "git_commit", "trigger", "tuning")
 
 
 def run_changes(a: RunReport, b: RunReport) -> list[Change]:
-    """Every recorded property that differs: params.*, corpus.*, golden.*, retrievers, ks, harness, git commit, trigger."""
+    """Every recorded property that differs: params.* (params.chunking.size, ... on a chunk table), corpus.*, golden.*, retrievers, ks, harness, git commit, trigger."""
     changes: list[Change] = []
 
     def diff(prefix: str, x: dict | None, y: dict | None) -> None:
@@ -44,7 +44,7 @@ def run_changes(a: RunReport, b: RunReport) -> list[Change]:
             if x.get(key) != y.get(key):
                 changes.append(Change(field=f"{prefix}.{key}", a=x.get(key), b=y.get(key)))
 
-    diff("params", {**SCORING_DEFAULTS, **(a.params or {})}, {**SCORING_DEFAULTS, **(b.params or {})})
+    diff("params", _flat({**SCORING_DEFAULTS, **(a.params or {})}), _flat({**SCORING_DEFAULTS, **(b.params or {})}))
     diff("corpus", a.corpus, b.corpus)
     diff("golden", a.golden, b.golden)
     for name in ("retrievers", "ks"):
@@ -54,6 +54,14 @@ def run_changes(a: RunReport, b: RunReport) -> list[Change]:
         if getattr(a, name, None) != getattr(b, name, None):
             changes.append(Change(field=name, a=getattr(a, name, None), b=getattr(b, name, None)))
     return changes
+
+
+def _flat(params: dict) -> dict:
+    """`params` with the chunking of a chunk table ({source, unit, size, overlap}) as chunking.source, ...: a change names its part."""
+    chunking = params.get("chunking")
+    if not isinstance(chunking, dict):
+        return params
+    return {**{k: v for k, v in params.items() if k != "chunking"}, **{f"chunking.{k}": v for k, v in chunking.items()}}
 
 
 def golden_warning(a: RunReport, b: RunReport, shared: int, only_a: list[str], only_b: list[str]) -> str | None:

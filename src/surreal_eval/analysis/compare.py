@@ -30,6 +30,7 @@ from ..models import QuestionResult, RunReport
 from ..stats import PairedComparison, paired_test, resolution, sample_warning
 from .changes import Change, golden_warning, label_changes, run_changes, scoring_warnings
 from ..load.labels import LabelChange
+from .inert import parameter_notes
 from .judged import judged_warnings
 from .multiple import holm
 from .sources import SourceDelta, question_sources, source_deltas
@@ -105,6 +106,8 @@ class Comparison(BaseModel):
     same_golden: bool
     warnings: list[str]
     changes: list[Change]
+    #: one line per parameter the runs differ in that cannot change a compared metric (analysis.inert)
+    notes: list[str] = []
     #: the labels of B's golden set that changed after run A and up to run B (`golden history`), oldest first
     label_changes: list[LabelChange] = []
     #: per question source (when the shared questions hold several), B - A per retriever and metric (analysis.sources)
@@ -332,6 +335,7 @@ def compare_runs(
     report_b = load_for_comparison(db, run_b)
     comparison = compare_reports(report_a, report_b, metrics=metrics, retrievers=retrievers)
     comparison.label_changes = label_changes(db, report_a, report_b)
+    comparison.notes = parameter_notes(db, report_a, report_b, comparison.rows)
     comparison.by_source = source_deltas(report_a, report_b, question_sources(db, report_b.run, max(report_b.ks)),
                                          [(r.retriever, r.metric) for r in comparison.rows])
     comparison.overlap, comparison.misses = for_runs(db, report_a, report_b, comparison.rows, retrievers)

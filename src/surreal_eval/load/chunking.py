@@ -78,7 +78,8 @@ def chunk_corpus(
 ):
     """Cut `source`'s documents into chunk table `target`, embed every chunk, and bulk-load it.
 
-    Returns the ingest's LoadReport. The chunk table is (re)defined like `article`, its rows tied to
+    Returns the ingest's LoadReport. The table's seval_corpus row records the chunking (source, unit
+    'words', size, overlap), which every run on it copies into its params. The chunk table is (re)defined like `article`, its rows tied to
     their documents by `doc`, so document labels and quote labels both work on it. An attached
     `source` is read through its own fields, and labels naming its records score its chunks.
     """
@@ -109,4 +110,8 @@ def chunk_corpus(
         if progress:
             progress(len(batch))
 
-    return load_corpus(db, embedded(), table=target, doc_table=source if _attached(db, source) else DOCUMENTS)
+    report = load_corpus(db, embedded(), table=target, doc_table=source if _attached(db, source) else DOCUMENTS)
+    # a run on the chunk table records how it was cut (fn::seval::with_chunking)
+    db.query("RETURN fn::seval::record_chunking($t, $c)",
+             {"t": target, "c": {"source": source, "unit": "words", "size": size, "overlap": overlap}})
+    return report

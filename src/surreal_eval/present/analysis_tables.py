@@ -114,6 +114,8 @@ def show_comparison(console: Console, comparison: Comparison) -> None:
         console.print(table)
     else:
         console.print("nothing recorded differs between the runs (parameters, corpus, golden set, harness, commit)")
+    for note in c.notes:
+        console.print(f"note: {note}", markup=False)
     if c.label_changes:
         console.print(f"the golden set changed between the runs ({len(c.label_changes)} changes, `surreal-eval golden history`):")
         for change in c.label_changes[:20]:

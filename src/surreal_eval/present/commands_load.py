@@ -183,7 +183,7 @@ def load_beir(
 def chunk(
     source: Annotated[str, typer.Option("--from", help="Corpus table to cut.")] = "seval_article",
     target: Annotated[str, typer.Option("--into", help="Chunk table to create or refill.")] = ...,
-    size: Annotated[int, typer.Option(help="Words per chunk.")] = 200,
+    size: Annotated[int, typer.Option(help="Chunk size in words (runs of non-space characters; not tokens or characters).")] = 200,
     overlap: Annotated[int, typer.Option(help="Words shared by consecutive chunks.")] = 0,
     embedder: Annotated[Optional[str], typer.Option(envvar="SURREAL_EVAL_EMBEDDER", help="openai:MODEL@BASE_URL or local:MODEL.")] = None,
 ) -> None:
@@ -197,7 +197,7 @@ def chunk(
         fail(ConfigError("chunks need embeddings: pass --embedder or set SURREAL_EVAL_EMBEDDER"))
     model = checked(lambda: embedder_from_spec(embedder))
     report = with_db(lambda db: chunk_corpus(db, source=source, target=target, size=size, overlap=overlap, embedder=model))
-    plain(out, f"cut {source} into {report.loaded} chunks in {target} ({size} words, overlap {overlap})")
+    plain(out, f"cut {source} into {report.loaded} chunks in {target} (size {size} words, overlap {overlap} words)")
 
 
 @app.command()

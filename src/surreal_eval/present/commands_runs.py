@@ -347,15 +347,14 @@ def tune(
     if as_json:
         out.print_json(result.model_dump_json())
         return
-    plain(out, f"{param} swept on {'ALL questions (forced)' if result.forced else 'the dev split'} by {result.metric}:")
-    for row in result.sweep:
-        mark = "  <- best" if row["value"] == result.best else "  (tied)" if row["value"] in result.tied else ""
-        plain(out, f"  {param} = {row['value']}: {row['mean']:.4f} ({row['questions']} questions){mark}")
+    display.show_sweep(out, result)
     if result.report is None:
         fail(Rejected(result.note))
     if result.note:
         plain(err, f"warning: {result.note}")
     display.show_report(out, result.report)
+    if result.verdict:
+        plain(out, f"verdict: {result.verdict.line}")
 
 
 @app.command()

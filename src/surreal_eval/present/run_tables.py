@@ -29,6 +29,17 @@ def _fmt(value: float | None) -> str:
     return "-" if value is None else f"{value:.3f}"
 
 
+def show_sweep(console: Console, result) -> None:
+    """A tune's sweep, one line per value, the best marked, then why the values cannot change the metric (if so)."""
+    where = "ALL questions (forced)" if result.forced else "the dev split"
+    console.print(f"{result.param} swept on {where} by {result.metric}:", markup=False, emoji=False)
+    for row in result.sweep:
+        mark = "  <- best" if row["value"] == result.best else "  (tied)" if row["value"] in result.tied else ""
+        console.print(f"  {result.param} = {row['value']}: {row['mean']:.4f} ({row['questions']} questions){mark}", markup=False, emoji=False)
+    if result.inert:
+        console.print(f"note: {result.inert}", markup=False, emoji=False)
+
+
 def show_report(console: Console, report: RunReport, *, per_question: bool = False, sources: Sequence[SourceMean] = ()) -> None:
     """The means per retriever and k, then (optionally) where each question's labels landed, then the sweep.
     `sources` (the run's means per question source, analysis.sources): when the questions hold several, the
@@ -40,6 +51,10 @@ def show_report(console: Console, report: RunReport, *, per_question: bool = Fal
         f"[bold]{_plain(title)}[/bold]: {report.questions} questions, corpus {_plain(p.get('corpus'))}, "
         f"depth {p.get('depth')}, RRF constant {p.get('rrf_k')}, floor {p.get('floor')}"
     )
+    if isinstance(chunking := p.get("chunking"), dict):
+        console.print(f"chunks of {chunking.get('source')}: size {chunking.get('size')} {chunking.get('unit')}, overlap "
+                      f"{chunking.get('overlap')} {chunking.get('unit')}; k counts chunks (documents in top k: the mean "
+                      "number of distinct documents they belong to)", markup=False)
     show_headline(console, list(sources))
     over = f" over {mixed(list(sources))}" if sources else ""
     table = Table(title=f"mean per retriever and k{over} [95% bootstrap interval over questions]")
@@ -47,8 +62,12 @@ def show_report(console: Console, report: RunReport, *, per_question: bool = Fal
     table.add_column("k", justify="right")
     for metric in report.metrics:
         table.add_column(metric, justify="right")
+    chunks = any(row.documents is not None for row in report.results)  # a chunk table: k counts chunks
+    if chunks:
+        table.add_column("documents in top k", justify="right")
     for row in report.results:
-        table.add_row(row.retriever, str(row.k), *(_with_interval(row, m) for m in report.metrics))
+        table.add_row(row.retriever, str(row.k), *(_with_interval(row, m) for m in report.metrics),
+                      *([f"{row.documents:.1f}" if row.documents is not None else ""] if chunks else []))
     if report.results:
         console.print(table)
     else:

@@ -46,10 +46,17 @@ def diagnose(
                      {"question": rid, "k": k, "names": resolve_retrievers(db, retrievers), "given": {**given, "golden": golden.name}})
     if found is None:
         raise NotFound(f"no question {record_str(rid)} in the golden set {golden.name}")
-    relevant = {record_str(r) for r in found["question"]["relevant"]}
+    # what the question is scored against on this corpus: on a chunk table its passages' chunks, or its
+    # documents, which a chunk stands for (a label names a document: the chunk's document is judged)
+    target = found.get("target") or {}
+    relevant = {record_str(r) for r in [*found["question"]["relevant"], *target.get("relevant", [])]}
     judged = relevant | {record_str(r) for r in found["question"].get("nonrelevant") or []}
     default = default_golden(db)
-    unjudged = [record_str(h["id"]) for view in found["rankings"] for h in view["hits"] if record_str(h["id"]) not in judged]
+
+    def stands_for(hit: dict) -> str:  # the record a label of this hit names: a chunk's document, else itself
+        return record_str(hit["doc"]) if hit.get("doc") and target.get("level") != "passage" else record_str(hit["id"])
+
+    unjudged = [stands_for(h) for view in found["rankings"] for h in view["hits"] if stands_for(h) not in judged]
     question_name = record_str(found["question"]["id"])
     return Diagnosis(
         question=question_name,
@@ -65,8 +72,9 @@ def diagnose(
                         id=record_str(h["id"]),
                         title=h.get("title") or "",
                         score=h["score"],
-                        relevant=record_str(h["id"]) in relevant,
-                        judged=record_str(h["id"]) in judged,
+                        relevant=record_str(h["id"]) in relevant or stands_for(h) in relevant,
+                        judged=record_str(h["id"]) in judged or stands_for(h) in judged,
+                        doc=record_str(h["doc"]) if h.get("doc") else None,
                     )
                     for i, h in enumerate(view["hits"])
                 ],

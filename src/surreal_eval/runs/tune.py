@@ -16,6 +16,7 @@ from ..grammar import METRICS, check_number, parse_metric
 from ..store.registry import registry, tuned_by
 from ..models import RunReport
 from ..stats import resolution
+from .tune_verdict import TuneVerdict, current_value, inert_note, scores, verdict
 
 __all__ = ["TUNABLE", "TuneResult", "assign_splits", "parse_values", "tune"]
 
@@ -42,7 +43,11 @@ class TuneResult(BaseModel):
     tied: list[Any]
     #: what the sweep could not tell apart, in one line; None when one value is best
     note: str | None = None
+    #: one line when the values swept cannot change the metric (tune_verdict.inert_note)
+    inert: str | None = None
     report: RunReport | None
+    #: the chosen value against the current setting on the reporting questions, paired by question
+    verdict: TuneVerdict | None = None
 
 
 def assign_splits(db: Database, *, dev_fraction: float = 0.5, seed: int = 0, golden: str | None = None) -> dict[str, int]:
@@ -150,7 +155,8 @@ def tune(
         check_values(param, list(values))
     base = {**{k: v for k, v in (params or {}).items() if v is not None}, "golden": golden.name}
     tune_split, report_split = ("dev", "test") if held_out else (None, None)
-    sweep = _sweep(db, param, values, spec, retriever, {**base, "split": tune_split, **({"fresh": True} if fresh else {})})
+    sweep, seen = _sweep(db, param, values, spec, retriever, {**base, "split": tune_split, **({"fresh": True} if fresh else {})})
+    inert = inert_note(param, [row["value"] for row in sweep], spec, seen["depth"], seen.get("lowest_bm25")) if seen else None
     counts = [len(q["relevant"]) for q in questions if tune_split is None or q.get("split") == tune_split]
     # ann_recall@k moves in steps of 1/k on one question, as precision@k does
     step = 1 / (spec.k * len(counts)) if spec.name == ANN_RECALL else resolution(counts, str(spec))
@@ -165,7 +171,7 @@ def tune(
                 f"sweep values that change the rankings" + (" (the default grid comes from the BM25 scores seen)"
                                                              if param == "floor" else ""))
         return TuneResult(param=param, retriever=retriever, metric=str(spec), sweep=sweep, best=None,
-                          forced=not held_out, resolution=step, tied=tied, note=note, report=None)
+                          forced=not held_out, resolution=step, tied=tied, note=note, inert=inert, report=None)
     note = (f"{param} = {', '.join(map(str, tied))} tie for the best {spec} on {on} (within the mean's resolution "
             f"{step:.4g}): the first listed is taken, a coin flip between them") if len(tied) > 1 else None
     chosen = {**base, "split": report_split, param: best}
@@ -183,8 +189,13 @@ def tune(
     finally:
         if param == "knn_ef":
             _restore_ef(db)
+    judged = None
+    if spec.name != ANN_RECALL:  # the chosen value against the current one, on the questions the run reported on
+        current = current_value(db, param, retriever, base)
+        table = scores(db, param, [current, best], spec, retriever, {**base, "split": report_split})
+        judged = verdict(table, param, spec, report_split or "all questions (forced)")
     return TuneResult(param=param, retriever=retriever, metric=str(spec), sweep=sweep, best=best,
-                      forced=not held_out, resolution=step, tied=tied, note=note, report=report)
+                      forced=not held_out, resolution=step, tied=tied, note=note, inert=inert, report=report, verdict=judged)
 
 
 def _restore_ef(db: Database) -> None:
@@ -194,12 +205,13 @@ def _restore_ef(db: Database) -> None:
         define_vector_ef(db, config.knn_ef)
 
 
-def _sweep(db: Database, param: str, values: list[Any], spec, retriever: str, given: dict[str, Any]) -> list[dict]:
+def _sweep(db: Database, param: str, values: list[Any], spec, retriever: str, given: dict[str, Any]) -> tuple[list[dict], dict | None]:
+    """The sweep's rows [{value, mean, questions}] and fn::seval::tune_scores' table (None for knn_ef)."""
     if param != "knn_ef":
-        return db.value(
-            "RETURN fn::seval::tune_sweep($param, $values, $metric, $k, $retriever, $given)",
-            {"param": param, "values": values or [], "metric": spec.name, "k": spec.k, "retriever": retriever, "given": given},
-        )
+        table = scores(db, param, values or [], spec, retriever, given)
+        rows = table["questions"]
+        return [{"value": v, "mean": sum(r["scores"][i] for r in rows) / len(rows), "questions": len(rows)}
+                for i, v in enumerate(table["values"])], table
     rows = []
     try:
         # the KNN ef is a literal in SurrealQL: a harness-owned copy of the vector candidates is
@@ -215,4 +227,4 @@ def _sweep(db: Database, param: str, values: list[Any], spec, retriever: str, gi
             )
     finally:
         _restore_ef(db)
-    return rows
+    return rows, None
