@@ -18,7 +18,7 @@ from surreal_eval.load.bulk import load_corpus, load_golden
 from surreal_eval.present.cli import app
 from surreal_eval.runs.diagnose import diagnose, label_command
 
-from .conftest import fresh_db, lesson_rows
+from .conftest import lesson_rows
 
 runner = CliRunner()
 

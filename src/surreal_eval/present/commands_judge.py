@@ -62,4 +62,4 @@ def golden_judge(
                    f"human not relevant: model relevant {a.second_only}, model not {a.neither}")
     elif report.agreement_asked:
         plain(out, f"agreement: none of the {report.agreement_asked} answers held a grade")
-    plain(out, f"score on them with `surreal-eval evaluate --judgments human+model` (the default reads human judgments only)")
+    plain(out, "score on them with `surreal-eval evaluate --judgments human+model` (the default reads human judgments only)")
