@@ -206,3 +206,17 @@ def test_diagnose_marks_the_chunks_of_labelled_documents(seeded):
     # a label names a document: the unjudged chunks are offered as their documents, never as chunk ids
     assert found.label_commands and all(doc.startswith("seval_article:") for doc in found.label_commands)
     assert all(h.judged == (h.doc == "seval_article:api_rate_limits") for v in found.retrievers for h in v.hits)
+
+
+@pytest.mark.slow
+def test_tune_on_cisi_prints_its_test_split_verdict(tmp_path):
+    from .datasets import cisi
+
+    url = ["--url", f"surrealkv://{tmp_path / 'store'}"]
+    for args in (["load", "beir", str(cisi())], ["split", "--dev", "0.5"]):
+        assert CliRunner().invoke(app, [*url, *args]).exit_code == 0
+    result = CliRunner().invoke(app, [*url, "tune", "--param", "floor", "--metric", "recall@10"])
+    assert result.exit_code == 0, result.output
+    (line,) = [l for l in result.output.splitlines() if l.startswith("verdict: on the test split floor = ")]
+    assert "than the current floor = 3.0 (recall@10 " in line and "questions paired)" in line
+    assert any(word in line for word in ("NO BETTER", "BETTER", "WORSE"))
