@@ -50,7 +50,8 @@ def resolve_run(db: Database, ref: str | RecordID) -> RecordID:
             return tagged
     run_id = to_record(ref.strip() if isinstance(ref, str) else ref, "seval_run")
     if not db.value("RETURN fn::seval::is_finished_run($run)", {"run": run_id}):
-        raise NotFound(f"no finished run {record_str(run_id)}: `surreal-eval history` lists the runs")
+        tag = f" and no tag {ref.strip()}" if isinstance(ref, str) and TAG_PATTERN.fullmatch(ref.strip()) else ""
+        raise NotFound(f"no finished run {record_str(run_id)}{tag}: `surreal-eval history` lists the runs and their tags")
     return run_id
 
 
