@@ -21,10 +21,10 @@ pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
-def cisi_run():
+def cisi_run(tmp_path_factory):
     from surreal_eval.load.bulk import load_beir
 
-    db = connect(Settings(url="mem://"))
+    db = connect(Settings(url=f"surrealkv://{tmp_path_factory.mktemp('agreement') / 'store'}"))  # not mem://: CISI takes GBs there
     report = load_beir(db, CISI, create_harness=True)
     assert (report.corpus.loaded, report.golden.loaded, report.golden.skipped) == (1460, 76, 36)
     run = evaluate(db, ks=KS, retrievers=list(RETRIEVERS), per_question=True)

@@ -227,7 +227,7 @@ def test_on_cisi_a_deeper_list_is_exactly_the_shallower_one_with_more_after_it(t
 
     from .datasets import cisi
 
-    db = connect(Settings(url="mem://"))
+    db = connect(Settings(url=f"surrealkv://{tmp_path / 'store'}"))  # not mem://: CISI takes GBs there
     try:
         load_beir(db, cisi(), create_harness=True)
         ids = db.value("SELECT VALUE id FROM seval_question ORDER BY id LIMIT 30")

@@ -215,13 +215,13 @@ def _recovery(folder, log_path, model: ClickModel) -> tuple[float, float]:
 
 
 @pytest.mark.slow  # loads CISI and evaluates 152 questions: about 45 s
-def test_on_a_log_simulated_from_cisi_click_labels_recover_the_true_ones_and_the_means_follow(cisi_log):
+def test_on_a_log_simulated_from_cisi_click_labels_recover_the_true_ones_and_the_means_follow(cisi_log, tmp_path):
     import click_log
 
     from surreal_eval import load_beir
 
     folder, log, path = cisi_log
-    with connect(Settings(url="mem://")) as db:
+    with connect(Settings(url=f"surrealkv://{tmp_path / 'store'}")) as db:  # not mem://: CISI takes GBs there
         load_beir(db, folder, create_harness=True)
         report = golden_from_log(db, path, top=40, sample=36)
         assert report.questions == 76 and report.reused_embeddings == 76 and report.head == 40 and report.tail == 36

@@ -464,8 +464,8 @@ def test_a_beir_folder_loads_documents_questions_and_grades(tmp_path):
 
 
 @pytest.mark.slow
-def test_the_cisi_collection_loads_whole():
-    db = connect(Settings(url="mem://"))
+def test_the_cisi_collection_loads_whole(tmp_path):
+    db = connect(Settings(url=f"surrealkv://{tmp_path / 'store'}"))  # not mem://: CISI takes GBs there
     try:
         report = load_beir(db, CISI, create_harness=True)
         assert report.corpus.loaded == 1460 and report.corpus.harness_imported == 384

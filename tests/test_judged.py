@@ -136,7 +136,7 @@ def test_judged_and_binary_metrics_with_non_relevant_judgments_equal_pytrec_eval
                 extra.append(f"{qid}\t{doc}\t{qrels[qid][doc]}")
     (folder / "qrels" / "test.tsv").write_text("\n".join(lines + extra) + "\n")
     ks = [1, 5, 10, 100]
-    db = connect(Settings(url="mem://"))
+    db = connect(Settings(url=f"surrealkv://{tmp_path / 'store'}"))  # not mem://: CISI takes GBs there
     report = load_beir(db, folder, create_harness=True)
     assert report.golden.loaded == 76
     run = evaluate(db, ks=ks, retrievers=["bm25", "vector"], per_question=True)

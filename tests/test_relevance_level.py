@@ -232,7 +232,7 @@ def parsed(db, run):
 def test_cisi_with_graded_labels_equals_pytrec_eval_at_level_2_and_beir_ignoring_identical_ids(tmp_path):
     from surreal_eval.load.bulk import load_beir
 
-    db = connect(Settings(url="mem://"))
+    db = connect(Settings(url=f"surrealkv://{tmp_path / 'store'}"))  # not mem://: CISI takes GBs there
     try:
         load_beir(db, graded_cisi(tmp_path), create_harness=True)
         assert db.value("SELECT VALUE grades FROM seval_question").count([1]) < 76  # the grades took
