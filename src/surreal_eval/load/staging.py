@@ -281,7 +281,7 @@ def stage_questions(
 
     def valid(batch: list[Question]) -> Iterator[tuple[Question, dict[str, Any]]]:
         for question in batch:
-            if not question.relevant and not question.nonrelevant and not allow_unlabelled:
+            if not question.relevant and not allow_unlabelled:  # judged not relevant only: a question nothing answers
                 problems.add("questions with no labels", question.id, ids.key(question.id))
                 continue
             row = _question_row(question, label_table)
