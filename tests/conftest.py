@@ -30,6 +30,15 @@ def readme_commands(heading: str) -> list[str]:
     return [line for line in block.splitlines() if shlex.split(line, comments=True)]
 
 
+def readme_text_block(heading: str) -> str:
+    """The first ```text block (indented in a list item) of the README section whose heading is `heading`."""
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    block = readme.split(heading, 1)[1].split("```text\n", 1)[1].split("  ```", 1)[0]
+    return "\n".join(line.removeprefix("  ") for line in block.splitlines())
+
+
 def fresh_db(dimension: int = 4, **config: int) -> Database:
     db = connect(Settings(url="mem://"))
     import_harness(db, HarnessConfig(dimension=dimension, **config))

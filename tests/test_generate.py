@@ -6,16 +6,15 @@ from __future__ import annotations
 import pytest
 from typer.testing import CliRunner
 
-from surreal_eval import HarnessConfig, Settings, connect, import_harness
+from surreal_eval import Settings, connect
 from surreal_eval.errors import ConfigError, EndpointFailed, PermissionDenied
 from surreal_eval.load.chat import ChatCache, chat_from_spec
 from surreal_eval.load.embedders import embedder_from_spec
 from surreal_eval.load.generate import default_prompt, generate_questions, sample_passages
 from surreal_eval.present.cli import app
-from surreal_eval.store.access import grant_evaluator
 
 from .chat_server import chat_server
-from .conftest import seed_own, snapshot
+from .conftest import as_evaluator, assert_cli_refuses_the_evaluator, evaluator_store, readme_text_block, snapshot
 
 runner = CliRunner()
 KEY = "sk-chat-test-0123456789-very-secret"
@@ -121,12 +120,7 @@ def test_refusals_before_any_request(seeded, server, tmp_path):
 
 @pytest.fixture
 def store(tmp_path):
-    url = f"surrealkv://{tmp_path / 'store'}"
-    with connect(Settings(url=url)) as owner:
-        import_harness(owner, HarnessConfig(dimension=4))
-        seed_own(owner)
-        grant_evaluator(owner, "ci", "correct horse battery")
-    return url
+    return evaluator_store(tmp_path / "store")
 
 
 def test_the_cli_generates_and_prints_drops_and_the_overlap_distribution(store, server):
@@ -152,24 +146,13 @@ def test_the_cli_exits_4_on_a_failing_endpoint_in_one_line_without_the_key_chang
 
 
 def test_an_evaluator_may_not_generate_exit_5_no_request_nothing_changed(store, server):
-    with connect(Settings(url=store)) as owner:
-        before = snapshot(owner)
-    result = runner.invoke(app, ["--url", store, "--access", "seval_evaluator", "--user", "ci", "golden", "generate", "--count", "3",
-                                 "--chat", f"openai:tiny@{server.url}", "--embedder", f"openai:emb@{server.url}"],
-                           env={"SURREAL_EVAL_PASS": "correct horse battery"})
-    assert result.exit_code == 5, result.output
+    assert_cli_refuses_the_evaluator(store, ["golden", "generate", "--count", "3", "--chat", f"openai:tiny@{server.url}",
+                                             "--embedder", f"openai:emb@{server.url}"])
     assert server.requests == 0
-    with connect(Settings(url=store)) as owner:
-        assert snapshot(owner) == before
     with pytest.raises(PermissionDenied):  # the write itself is refused too, whatever the caller checks
-        with connect(Settings(url=store, access="seval_evaluator", user="ci", password="correct horse battery")) as ci:
+        with as_evaluator(store) as ci:
             ci.value("RETURN fn::seval::add_generated([], 'm', 'p', NONE)")
 
 
 def test_the_readme_shows_the_default_prompt_as_shipped():
-    from pathlib import Path
-
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
-    shown = "\n".join(line.removeprefix("  ") for line in readme.split("### Questions a model writes", 1)[1]
-                      .split("```text\n", 1)[1].split("  ```", 1)[0].splitlines())
-    assert shown.strip() == default_prompt().strip()
+    assert readme_text_block("### Questions a model writes").strip() == default_prompt().strip()

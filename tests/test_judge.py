@@ -20,7 +20,7 @@ from surreal_eval.store.access import grant_evaluator
 from surreal_eval.store.connection import record_str, to_record
 
 from .chat_server import chat_server
-from .conftest import seed_own, snapshot
+from .conftest import as_evaluator, assert_cli_refuses_the_evaluator, readme_text_block, seed_own, snapshot
 
 runner = CliRunner()
 #: how the server grades a document, by its title; every other judging prompt: grade 2
@@ -242,23 +242,12 @@ def test_the_cli_exits_4_on_a_failing_endpoint_changing_nothing(store, server):
 
 def test_an_evaluator_may_not_judge_exit_5_no_request_nothing_changed(store, server):
     url, run = store
-    with connect(Settings(url=url)) as owner:
-        before = snapshot(owner)
-    result = runner.invoke(app, ["--url", url, "--access", "seval_evaluator", "--user", "ci", "golden", "judge", "--run", run,
-                                 "--k", "3", "--chat", f"openai:judge@{server.url}"], env={"SURREAL_EVAL_PASS": "correct horse battery"})
-    assert result.exit_code == 5, result.output
+    assert_cli_refuses_the_evaluator(url, ["golden", "judge", "--run", run, "--k", "3", "--chat", f"openai:judge@{server.url}"])
     assert server.requests == 0
-    with connect(Settings(url=url)) as owner:
-        assert snapshot(owner) == before
     with pytest.raises(PermissionDenied):  # the write itself is refused too, whatever the caller checks
-        with connect(Settings(url=url, access="seval_evaluator", user="ci", password="correct horse battery")) as ci:
+        with as_evaluator(url) as ci:
             ci.value("RETURN fn::seval::add_model_judgments('seval_question', [], 'm', 'p', NONE, NONE, NONE)")
 
 
 def test_the_readme_shows_the_judge_prompt_as_shipped():
-    from pathlib import Path
-
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
-    shown = "\n".join(line.removeprefix("  ") for line in readme.split("### Holes a model judges", 1)[1]
-                      .split("```text\n", 1)[1].split("  ```", 1)[0].splitlines())
-    assert shown.strip() == default_judge_prompt().strip()
+    assert readme_text_block("### Holes a model judges").strip() == default_judge_prompt().strip()

@@ -16,8 +16,6 @@ Importing this module loads nothing of the engine: a session that does not use t
 
 from __future__ import annotations
 
-import logging
-import os
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -69,18 +67,10 @@ def pytest_cmdline_main(config: pytest.Config):
     status = yield
     testing = sys.modules.get("surreal_eval.testing")
     if testing is not None and testing.used and _started_by_pytest(config):
-        code = int(status) if status is not None else 0
-        connection = sys.modules.get("surreal_eval.store.connection")
-        if connection is not None:
-            connection._close_open_databases()
+        from .store.shutdown import end_process
+
         _save_coverage()
-        logging.shutdown()
-        for stream in (sys.stdout, sys.stderr):
-            try:
-                stream.flush()
-            except (OSError, ValueError):  # a closed pipe: nothing more can be said
-                pass
-        os._exit(code)
+        end_process(int(status) if status is not None else 0)
     return status
 
 

@@ -3,8 +3,6 @@ and the entry point that turns every ending into a documented exit code."""
 
 from __future__ import annotations
 
-import logging
-import os
 import sys
 import traceback
 from typing import NoReturn, Sequence
@@ -89,11 +87,6 @@ def main() -> NoReturn:
     panic; `scripts/sdk_exit_panic.py` shows it without this package), so once the command is done
     and every connection closed, the process ends without finalizing.
     """
-    code = run_cli()
-    logging.shutdown()
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            stream.flush()
-        except (OSError, ValueError):  # a closed pipe: nothing more can be said
-            pass
-    os._exit(code)
+    from ..store.shutdown import end_process
+
+    end_process(run_cli())
