@@ -237,3 +237,25 @@ def test_trec_qrels_with_a_queries_file_jsonl_or_tsv(tmp_path):
         assert stream.skipped == 1
     with pytest.raises(InputError, match="TREC qrels carry no question text"):
         read_questions(qrels)
+
+
+@pytest.mark.parametrize(("policy", "vector"), [("first", [1.0, 0.0, 0.0, 0.0]), ("last", [0.0, 0.0, 0.0, 1.0])])
+def test_a_beir_folder_whose_corpus_and_embeddings_repeat_an_id_loads_with_on_duplicate(tmp_path, policy, vector):
+    """Issue 26, 1: `--on-duplicate` rules the embeddings file's repeated id as it rules the corpus's."""
+    from typer.testing import CliRunner
+
+    from surreal_eval import Settings, connect
+    from surreal_eval.present.cli import app
+
+    folder = beir_folder(tmp_path / "beir")
+    with (folder / "corpus.jsonl").open("a") as corpus:
+        corpus.write(json.dumps({"_id": "d1", "title": "Parcels", "text": "track a parcel, again"}) + "\n")
+    with (folder / "embeddings" / "corpus.jsonl").open("a") as sidecar:
+        sidecar.write(json.dumps({"_id": "d1", "embedding": [0, 0, 0, 1]}) + "\n")
+    url = f"surrealkv://{tmp_path / 'store'}"
+    refused = CliRunner().invoke(app, ["--url", url, "load", "beir", str(folder)])
+    assert refused.exit_code == 2 and "is listed twice" in refused.stderr and "--on-duplicate first or last" in refused.stderr
+    loaded = CliRunner().invoke(app, ["--url", url, "load", "beir", str(folder), "--on-duplicate", policy])
+    assert loaded.exit_code == 0, loaded.output
+    with connect(Settings(url=url)) as db:
+        assert db.value("SELECT VALUE embedding FROM ONLY seval_article:d1") == vector

@@ -369,7 +369,7 @@ def load_beir(
     into `article` and `question` all or nothing; queries with no judgment are skipped and counted."""
     from .readers import read_beir
 
-    documents, questions = read_beir(Path(folder), split=split)
+    documents, questions = read_beir(Path(folder), split=split, on_duplicate=on_duplicate)
     return load_dataset(db, documents, questions, batch_size=batch_size, embedder=embedder,
                         progress=progress, create_harness=create_harness, source=str(folder), on_duplicate=on_duplicate,
                         analyzer=analyzer)

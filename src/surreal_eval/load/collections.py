@@ -124,8 +124,10 @@ class QuestionStream(Iterable[Question]):
     the judgments loaded. Judgments naming a query the queries file lacks are refused.
     """
 
-    def __init__(self, queries: Path, qrels: Qrels, *, split: str | None = None, embeddings: Path | None = None) -> None:
+    def __init__(self, queries: Path, qrels: Qrels, *, split: str | None = None, embeddings: Path | None = None,
+                 on_duplicate: str = "refuse") -> None:
         self.queries = queries
+        self.on_duplicate = on_duplicate
         self.qrels = qrels
         self.split = split if split in QUESTION_SPLITS else None
         self.embeddings = embeddings
@@ -135,7 +137,7 @@ class QuestionStream(Iterable[Question]):
     def __iter__(self) -> Iterator[Question]:
         rows: Iterable[Any] = _queries(self.queries)
         if self.embeddings is not None:
-            rows = with_sidecar_embeddings(rows, self.embeddings)
+            rows = with_sidecar_embeddings(rows, self.embeddings, on_duplicate=self.on_duplicate)
         seen: set[str] = set()
         for query in rows:
             seen.add(query.id)
@@ -165,28 +167,29 @@ def _listing(ids: list[str], shown: int = 5) -> str:
     return ", ".join(ids[:shown]) + more
 
 
-def read_beir(folder: Path, *, split: str = "test") -> tuple[Iterator[Article], QuestionStream]:
-    """A BEIR folder's documents and its questions for `split` (queries joined with qrels/<split>.tsv)."""
+def read_beir(folder: Path, *, split: str = "test", on_duplicate: str = "refuse") -> tuple[Iterator[Article], QuestionStream]:
+    """A BEIR folder's documents and its questions for `split` (queries joined with qrels/<split>.tsv);
+    `on_duplicate` (refuse, first, last) also rules an id its embeddings files list twice."""
     folder = Path(folder)
     corpus, queries, qrels = folder / "corpus.jsonl", folder / "queries.jsonl", folder / "qrels" / f"{split}.tsv"
     for needed in (corpus, queries, qrels):
         if not needed.is_file():
             hint = f" (splits here: {', '.join(sorted(p.stem for p in (folder / 'qrels').glob('*.tsv')))})" if needed == qrels and (folder / "qrels").is_dir() else ""
             raise InputError(f"not a BEIR folder: {needed.relative_to(folder)} is missing{hint}", source=str(folder))
-    return beir_documents(folder), _beir_questions(folder, split)
+    return beir_documents(folder, on_duplicate), _beir_questions(folder, split, on_duplicate)
 
 
-def beir_documents(folder: Path) -> Iterator[Article]:
+def beir_documents(folder: Path, on_duplicate: str = "refuse") -> Iterator[Article]:
     corpus = folder / "corpus.jsonl"
     documents = iter_documents_jsonl(corpus)
     sidecar = sidecar_path(corpus)
-    return with_sidecar_embeddings(documents, sidecar) if sidecar else documents
+    return with_sidecar_embeddings(documents, sidecar, on_duplicate=on_duplicate) if sidecar else documents
 
 
-def _beir_questions(folder: Path, split: str) -> QuestionStream:
+def _beir_questions(folder: Path, split: str, on_duplicate: str = "refuse") -> QuestionStream:
     queries = folder / "queries.jsonl"
     return QuestionStream(queries, read_qrels(folder / "qrels" / f"{split}.tsv", format="beir"),
-                          split=split, embeddings=sidecar_path(queries))
+                          split=split, embeddings=sidecar_path(queries), on_duplicate=on_duplicate)
 
 
 # ------------------------------------------------------------------------------- sidecar files
@@ -198,8 +201,10 @@ def sidecar_path(path: Path) -> Path | None:
     return candidate if candidate.is_file() else None
 
 
-def _sidecar_rows(path: Path) -> Iterator[tuple[str, list[float]]]:
-    first_line: dict[str, int] = {}  # every id read, so that an id listed twice is refused
+def _sidecar_rows(path: Path, on_duplicate: str = "refuse") -> Iterator[tuple[str, list[float]]]:
+    """Each (id, vector) of a sidecar file, checked; an id listed twice is refused (`refuse`), its later
+    rows skipped (`first`) or yielded again (`last`, the caller lets the last win)."""
+    first_line: dict[str, int] = {}  # every id read, so that an id listed twice is noticed
     for line, raw in json_rows(path):
         raw = dict(raw)
         take_id(raw, path, line)
@@ -209,9 +214,11 @@ def _sidecar_rows(path: Path) -> Iterator[tuple[str, list[float]]]:
         problem = data_problem(ident, "_id")
         if problem:
             raise InputError(problem, source=str(path), line=line)
-        if ident in first_line:
-            raise InputError(f"id {ident!r} is listed twice (first on line {first_line[ident]})", source=str(path), line=line)
-        first_line[ident] = line
+        again = ident in first_line
+        if again and on_duplicate == "refuse":
+            raise InputError(f"id {ident!r} is listed twice (first on line {first_line[ident]}); --on-duplicate first or "
+                             f"last keeps one", source=str(path), line=line)
+        first_line.setdefault(ident, line)
         if not isinstance(vector, list) or not all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in vector):
             raise InputError(f"embedding: must be a list of numbers (id {ident!r})", source=str(path), line=line)
         try:
@@ -221,20 +228,28 @@ def _sidecar_rows(path: Path) -> Iterator[tuple[str, list[float]]]:
         problem = vector_problem(vector)
         if problem:
             raise InputError(f"{problem} (id {ident!r})", source=str(path), line=line)
-        yield ident, vector
+        if not (again and on_duplicate == "first"):
+            yield ident, vector
 
 
 E = TypeVar("E", Article, Question, _Query)
 
 
-def with_sidecar_embeddings(items: Iterable[E], path: Path) -> Iterator[E]:
+def with_sidecar_embeddings(items: Iterable[E], path: Path, *, on_duplicate: str = "refuse") -> Iterator[E]:
     """`items` with the embeddings they lack taken from a sidecar JSONL file of {_id, embedding}.
 
     Both files are read together: when the sidecar lists ids in the data's order (the usual case)
     nothing is held in memory; otherwise sidecar rows read ahead of their item wait in a dict.
     Sidecar rows for ids the data lacks are ignored (but checked). An embedding in the data wins over the sidecar.
+    An id the sidecar lists twice is refused, or with `on_duplicate` 'first' its first vector is kept, with 'last'
+    its last (the whole sidecar is then read first, as a later row may overrule an earlier one).
     """
-    sidecar = _sidecar_rows(path)
+    if on_duplicate == "last":
+        vectors = dict(_sidecar_rows(path, "last"))
+        for item in items:
+            yield item if item.embedding is not None or item.id not in vectors else item.model_copy(update={"embedding": vectors[item.id]})
+        return
+    sidecar = _sidecar_rows(path, on_duplicate)
     ahead: dict[str, list[float]] = {}
     exhausted = False
     for item in items:
