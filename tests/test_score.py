@@ -186,3 +186,32 @@ def test_an_evaluator_scores_a_file_but_cannot_register_an_endpoint(tmp_path):
         assert db.value("SELECT * FROM seval_endpoint") == []
     finally:
         db.close()
+
+
+def test_trec_eval_files_with_comments_and_fields_after_the_tag_score_as_without_them(seeded, tmp_path):
+    """Issue 26, 9: trec_eval 10 reads `#` comment lines in runs and qrels and ignores run fields after the tag."""
+    from surreal_eval.load.collections import read_qrels
+
+    run = evaluate(seeded, ks=[1, 3])
+    lines = list(export_run_trec(seeded, run.run))
+    plain, noted = tmp_path / "plain.trec", tmp_path / "noted.trec"
+    plain.write_text("\n".join(lines) + "\n")
+    noted.write_text("# made by a test\n" + "\n".join(f"{line} extra 0.5" for line in lines) + "\n#the end\n")
+    assert means(score_file(seeded, noted, ks=[1, 3])) == means(score_file(seeded, plain, ks=[1, 3]))
+    qrels = tmp_path / "qrels.txt"
+    qrels.write_text("# qid iter docid grade\nq1 0 d1 1\n  # indented\nq1 0 d2 0\n")
+    assert read_qrels(qrels).judgments == {"q1": {"d1": 1.0}}
+    beir = tmp_path / "test.tsv"
+    beir.write_text("q1 d1 1\n")
+    with pytest.raises(InputError, match="found 3; three columns are BEIR's qrels"):
+        read_qrels(beir)
+
+
+def test_score_takes_a_relevance_level_as_evaluate_does(seeded, tmp_path):
+    run = evaluate(seeded, ks=[3], params={"relevance_level": 2})
+    path = tmp_path / "run.trec"
+    path.write_text("\n".join(export_run_trec(seeded, run.run)) + "\n")
+    back = score_file(seeded, path, ks=[3], relevance_level=2)
+    assert back.params["relevance_level"] == 2
+    assert means(back)[("hybrid", 3)] == pytest.approx(means(run)[("hybrid", 3)], abs=TOLERANCE)
+    assert "--relevance-level" in runner.invoke(app, ["score", "--help"]).output

@@ -55,13 +55,15 @@ def read_qrels(path: Path, *, format: Literal["beir", "trec"] = "trec") -> Qrels
     with open_text(path) as handle:
         try:
             for number, line in enumerate(handle, start=1):
-                if not line.strip():
+                if not line.strip() or line.lstrip().startswith("#"):  # a comment, as trec_eval 10 reads them
                     continue
                 parts = line.rstrip("\r\n").split("\t") if format == "beir" else line.split()
                 if format == "beir" and len(parts) != columns:
                     parts = line.split()
                 if len(parts) != columns:
-                    raise InputError(f"expected {columns} columns ({layout}), found {len(parts)}", source=str(path), line=number)
+                    hint = ("; three columns are BEIR's qrels: load the BEIR folder, or pass --format beir"
+                            if format == "trec" and len(parts) == 3 else "")
+                    raise InputError(f"expected {columns} columns ({layout}), found {len(parts)}{hint}", source=str(path), line=number)
                 qid, doc, score = (parts[0], parts[1], parts[2]) if format == "beir" else (parts[0], parts[2], parts[3])
                 qid, doc = qid.strip(), doc.strip()
                 try:

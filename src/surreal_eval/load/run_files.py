@@ -50,7 +50,7 @@ def _format_of(path: Path, given: str) -> str:
         raise InputError(f"--format {given!r} is not one of auto, trec, jsonl", source=str(path))
     with open_text(path) as handle:
         try:
-            first = next((line for line in handle if line.strip()), "")
+            first = next((line for line in handle if line.strip() and not line.lstrip().startswith("#")), "")
         except UnicodeDecodeError as error:
             raise InputError(f"not UTF-8 text ({error.reason})", source=str(path)) from None
     if not first:
@@ -75,12 +75,12 @@ def _trec(path: Path) -> Iterator[tuple[int, str, str, str, float]]:
         try:
             for number, text in enumerate(handle, start=1):
                 fields = text.split()
-                if not fields:
+                if not fields or fields[0].startswith("#"):  # a comment, as trec_eval 10 reads them
                     continue
-                if len(fields) != 6:
+                if len(fields) < 6:  # fields after the tag are ignored, as trec_eval ignores them
                     raise InputError(f"a TREC run line has 6 fields (qid Q0 docid rank score tag), this has {len(fields)}",
                                      source=str(path), line=number)
-                qid, _, doc, rank, score, tag = fields
+                qid, _, doc, rank, score, tag = fields[:6]
                 if not rank.lstrip("-").isdigit():
                     raise InputError(f"rank {rank!r} is not a whole number", source=str(path), line=number)
                 yield number, check_name(tag, where=f"{path}:{number}"), qid, doc, _score(score, path, number)

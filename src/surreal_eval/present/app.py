@@ -155,6 +155,8 @@ GoldenOpt = Annotated[Optional[str], typer.Option(
 DanglingOpt = Annotated[Optional[str], typer.Option(
     "--dangling-labels", help="A label whose record is gone: stop (the default: the run is refused, naming it) or miss "
                               "(count it as a miss; the run records how many).")]
+LevelOpt = Annotated[Optional[int], typer.Option(
+    "--relevance-level", help="Binary metrics count a label as relevant only from this grade (trec_eval -l); nDCG keeps the grades.")]
 JudgmentsOpt = Annotated[Optional[str], typer.Option(
     "--judgments", help="Score on human judgments only (human, the default) or on human plus the model's from `golden judge` "
                         "(human+model; the run records which, and its golden fingerprint differs).")]

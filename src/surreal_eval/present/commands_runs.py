@@ -13,7 +13,7 @@ from ..grammar import check_number, parse_ks, parse_weights
 
 if TYPE_CHECKING:
     from ..store.connection import Database
-from .app import AnalyzerOpt, DanglingOpt, GoldenOpt, JsonOpt, JudgmentsOpt, app, checked, err, export_app, fail, out, plain, state, table_name, with_db
+from .app import AnalyzerOpt, DanglingOpt, GoldenOpt, JsonOpt, JudgmentsOpt, LevelOpt, app, checked, err, export_app, fail, out, plain, state, table_name, with_db
 from .progress import Progress
 
 
@@ -21,8 +21,6 @@ FloorOpt = Annotated[Optional[float], typer.Option(help="BM25 floor of the floor
 RrfOpt = Annotated[Optional[int], typer.Option(help="RRF constant.")]
 FreshOpt = Annotated[bool, typer.Option(
     "--fresh", help="Query the indexes for every candidate list instead of reading those of earlier runs.")]
-LevelOpt = Annotated[Optional[int], typer.Option(
-    "--relevance-level", help="Binary metrics count a label as relevant only from this grade (trec_eval -l); nDCG keeps the grades.")]
 IdenticalOpt = Annotated[bool, typer.Option(
     "--ignore-identical-ids", help="Drop a retrieved record whose key is the question's own key before scoring (BEIR's convention).")]
 RetrieversOpt = Annotated[Optional[list[str]], typer.Option(

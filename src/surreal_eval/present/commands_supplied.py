@@ -8,7 +8,7 @@ from typing import Annotated, Optional
 import typer
 
 from ..grammar import parse_ks
-from .app import DanglingOpt, GoldenOpt, JsonOpt, JudgmentsOpt, app, checked, err, out, plain, table_name, with_db
+from .app import DanglingOpt, GoldenOpt, JsonOpt, JudgmentsOpt, LevelOpt, app, checked, err, out, plain, table_name, with_db
 
 
 @app.command()
@@ -23,6 +23,7 @@ def score(
     golden: GoldenOpt = None,
     dangling_labels: DanglingOpt = None,
     judgments: JudgmentsOpt = None,
+    relevance_level: LevelOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Record rankings made elsewhere as a run in history, scored like the database's own retrievers."""
@@ -33,7 +34,8 @@ def score(
     table = table_name(corpus, "--corpus table")
     report = with_db(lambda db: score_file(db, file, ks=ks, label=label, corpus=table, format=fmt, name=name,
                                            per_question=per_question, golden=table_name(golden, "--golden table"),
-                                           dangling_labels=dangling_labels, judgments=judgments))
+                                           dangling_labels=dangling_labels, judgments=judgments,
+                                           relevance_level=relevance_level))
     if as_json:
         out.print_json(report.model_dump_json(exclude={"per_question"} if not per_question else None))
         return

@@ -74,9 +74,11 @@ def score_file(
     golden: str | None = None,
     dangling_labels: str | None = None,
     judgments: str | None = None,
+    relevance_level: int | None = None,
 ) -> RunReport:
     """Record the rankings of run file `path` as a run (every metric at every k of `ks`) of the questions
-    of golden set `golden` (else the default one), on its `judgments` (human, human+model), return its report."""
+    of golden set `golden` (else the default one), on its `judgments` (human, human+model), binary metrics
+    counting a label from grade `relevance_level` (trec_eval -l), return its report."""
     fmt, rankings = read_run_file(path, format=format, name=name)
     if not rankings:
         raise InputError("the run file ranks nothing", source=str(path))
@@ -85,5 +87,5 @@ def score_file(
     supplied = records_of(db, rankings, corpus=table, source=str(path), golden=chosen)
     record = {"source": path.name, "format": fmt, "absent": absent_counts(db, supplied, chosen)}
     return evaluate(db, ks=ks, label=label or f"scored from {path.name}", params={"corpus": table, "golden": chosen.name, "dangling_labels": dangling_labels,
-                                                                                   "judgments": judgments},
+                                                                                   "judgments": judgments, "relevance_level": relevance_level},
                     per_question=per_question, trigger="score", supplied=Supplied(supplied, record))
