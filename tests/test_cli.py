@@ -112,7 +112,7 @@ def test_load_corpus_and_golden_from_jsonl(tmp_path):
     golden = tmp_path / "golden.jsonl"
     golden.write_text(json.dumps({"id": "q", "text": "gamma", "embedding": [0, 1], "relevant": ["b"]}))
     assert "loaded 3 articles" in run("load", "corpus", str(corpus), store=store)
-    assert "loaded 1 questions" in run("load", "golden", str(golden), store=store)
+    assert "loaded 1 question (" in run("load", "golden", str(golden), store=store)
     data = json.loads(run("evaluate", "--k", "1", "--json", store=store))
     assert all(r["recall"] == 1.0 for r in data["results"])
 

@@ -507,7 +507,7 @@ def test_cli_loads_csv_corpus_and_golden_set_into_a_fresh_store(tmp_path):
     assert "imported the harness with dimension 2" in result.stdout
     result = cli(store, "load", "golden", str(golden))
     assert result.exit_code == 0, result.output
-    assert "loaded 1 questions (2 labels)" in result.stdout
+    assert "loaded 1 question (2 labels)" in result.stdout
 
 
 def test_cli_load_beir_prints_counts_and_skipped_queries(tmp_path):
@@ -516,7 +516,10 @@ def test_cli_load_beir_prints_counts_and_skipped_queries(tmp_path):
     result = cli(store, "load", "beir", str(beir_folder(tmp_path / "beir")))
     assert result.exit_code == 0, result.output
     assert "loaded 3 articles and 2 questions (3 labels)" in result.stdout
-    assert "skipped 2 queries with no judgment in qrels/test.tsv" in result.stdout
+    assert "skipped 2 queries of queries.jsonl with no relevant judgment in qrels/test.tsv (not loaded" in result.stdout
+    one = cli(store, "load", "corpus", str(tmp_path / "beir" / "corpus.jsonl"), "--on-duplicate", "last")
+    assert "loaded 3 articles into" in one.stdout
+    assert "--k lists 5 twice" in cli(store, "evaluate", "--k", "5,5").stderr
 
 
 def test_cli_load_golden_from_trec_qrels_and_a_queries_file(tmp_path):

@@ -32,4 +32,4 @@ def test_the_readme_examples_load_as_written(tmp_path, kind):
     assert loaded.exit_code == 0, loaded.output
     golden = runner.invoke(app, [*url, "load", "golden", str(tmp_path / f"golden.{kind}")])
     assert golden.exit_code == 0, golden.output
-    assert "loaded 1 questions (2 labels)" in golden.stdout
+    assert "loaded 1 question (2 labels)" in golden.stdout

@@ -134,7 +134,11 @@ def parse_ks(text: str) -> list[int]:
     parts = [p for p in text.split(",") if p.strip()]
     if not parts:
         raise ConfigError("no cutoff given: pass --k as a comma-separated list such as 1,3,5")
-    return sorted({_positive_int(p, "every k") for p in parts})
+    ks = [_positive_int(p, "every k") for p in parts]
+    repeated = sorted({k for k in ks if ks.count(k) > 1})
+    if repeated:
+        raise ConfigError(f"--k lists {', '.join(map(str, repeated))} twice: give each cutoff once, e.g. --k 1,3,5")
+    return sorted(ks)
 
 
 def parse_retrievers(names: list[str] | None, *, known: list[str], defaults: list[str]) -> list[str]:

@@ -43,7 +43,7 @@ def _embedder(spec: Optional[str]):
 
 def _loaded(report, what: str) -> str:
     """`N what`, how many of them the embedder embedded, and how many rows repeating an id were dropped."""
-    parts = [f"{report.loaded} {what}"]
+    parts = [f"{report.loaded} {what.removesuffix('s') if report.loaded == 1 else what}"]
     if report.embedded:
         parts.append(f"{report.embedded} embedded by the embedder")
     if report.duplicates:
@@ -145,9 +145,11 @@ def load_golden(
         db, read_questions(path, format=fmt.value, split=split, queries=queries), embedder=model,
         batch_size=batch_size, progress=progress, create_harness=True, on_duplicate=on_duplicate.value,
         label_table=corpus, allow_unlabelled=allow_unlabelled, demote=demote), model)
-    skipped = f"; skipped {report.skipped} queries with no judgment" if report.skipped else ""
-    plain(out, f"loaded {_loaded(report, 'questions')} ({report.labels} labels) from {path}{skipped} "
+    plain(out, f"loaded {_loaded(report, 'questions')} ({report.labels} labels) from {path} "
               f"in {report.seconds:.1f} s{_harness_note(report)}")
+    if report.skipped:
+        plain(out, f"skipped {report.skipped} quer{'y' if report.skipped == 1 else 'ies'} with no relevant judgment "
+                   f"(not loaded; trec_eval would count such a query as 0)")
 
 
 @load_app.command("beir")
@@ -175,7 +177,8 @@ def load_beir(
         f"loaded {_loaded(corpus, 'articles')} and {_loaded(golden, 'questions')} ({golden.labels} labels) "
         f"from {folder} in {report.seconds:.1f} s{_harness_note(corpus)}")
     if golden.skipped:
-        plain(out, f"skipped {golden.skipped} queries with no judgment in qrels/{split}.tsv")
+        plain(out, f"skipped {golden.skipped} quer{'y' if golden.skipped == 1 else 'ies'} of queries.jsonl with no relevant "
+                   f"judgment in qrels/{split}.tsv (not loaded; trec_eval would count such a query as 0)")
     _ingest_note(corpus)
 
 
