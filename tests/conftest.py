@@ -30,6 +30,14 @@ def readme_commands(heading: str) -> list[str]:
     return [line for line in block.splitlines() if shlex.split(line, comments=True)]
 
 
+@pytest.fixture
+def chat_env(monkeypatch, tmp_path):
+    """No chat model or key from the environment, and a chat cache of the test's own."""
+    for name in ("SURREAL_EVAL_CHAT_KEY", "SURREAL_EVAL_CHAT"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("SURREAL_EVAL_CACHE_DIR", str(tmp_path / "cache"))
+
+
 def readme_text_block(heading: str) -> str:
     """The first ```text block (indented in a list item) of the README section whose heading is `heading`."""
     from pathlib import Path

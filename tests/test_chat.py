@@ -17,10 +17,7 @@ from .chat_server import ChatServer, chat_server, check_request
 KEY = "sk-chat-test-0123456789-very-secret"
 
 
-@pytest.fixture(autouse=True)
-def no_key(monkeypatch, tmp_path):
-    monkeypatch.delenv("SURREAL_EVAL_CHAT_KEY", raising=False)
-    monkeypatch.setenv("SURREAL_EVAL_CACHE_DIR", str(tmp_path / "cache"))
+pytestmark = pytest.mark.usefixtures("chat_env")  # no chat model or key from the environment, a cache of its own
 
 
 @pytest.fixture

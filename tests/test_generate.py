@@ -23,10 +23,7 @@ RULES = {"Title: Locked out": "empty", "Title: Request a refund": "answer", "Tit
          "Title: Return an item": "french", "Title: Track your order": "german"}
 
 
-@pytest.fixture(autouse=True)
-def own_cache(monkeypatch, tmp_path):
-    monkeypatch.delenv("SURREAL_EVAL_CHAT_KEY", raising=False)
-    monkeypatch.setenv("SURREAL_EVAL_CACHE_DIR", str(tmp_path / "cache"))
+pytestmark = pytest.mark.usefixtures("chat_env")  # no chat model or key from the environment, a cache of its own
 
 
 @pytest.fixture

@@ -28,11 +28,7 @@ RULES = {"Title: Track your order": "grade 3", "Title: Request a refund": "grade
          "Title: Locked out": "grade 0", "Question: ": "grade 2"}
 
 
-@pytest.fixture(autouse=True)
-def own_cache(monkeypatch, tmp_path):
-    monkeypatch.delenv("SURREAL_EVAL_CHAT_KEY", raising=False)
-    monkeypatch.delenv("SURREAL_EVAL_CHAT", raising=False)
-    monkeypatch.setenv("SURREAL_EVAL_CACHE_DIR", str(tmp_path / "cache"))
+pytestmark = pytest.mark.usefixtures("chat_env")  # no chat model or key from the environment, a cache of its own
 
 
 @pytest.fixture

@@ -52,8 +52,7 @@ def test_the_plugin_is_declared_as_a_pytest11_entry_point():
     declared = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]["entry-points"]["pytest11"]
     assert declared == {"surreal_eval": "surreal_eval.pytest_plugin"}
     found = installed()
-    if not found:
-        pytest.skip("the installed surreal-eval predates the entry point: `pip install -e .` registers it")
+    assert found, "the installed surreal-eval has no pytest11 entry point: `pip install -e .` registers it"
     assert [(ep.name, ep.value) for ep in found] == [("surreal_eval", "surreal_eval.pytest_plugin")]
 
 
