@@ -30,6 +30,53 @@ def readme_commands(heading: str) -> list[str]:
     return [line for line in block.splitlines() if shlex.split(line, comments=True)]
 
 
+def run_readme_block(commands: list[str], folder, monkeypatch) -> dict[str, str]:
+    """Run a README shell block as a reader would, in `folder`: `export` sets the variable, a line ending in
+    `&` starts `python SCRIPT ... --port N` in the background (stopped at the end), `surreal-eval` runs in
+    process (each must exit 0), anything else in the shell. Returns the output of each command by its first
+    two words (`compare previous`), concatenated when a command runs twice."""
+    import shlex
+    import socket
+    import subprocess
+    import sys
+    import time
+
+    from typer.testing import CliRunner
+
+    from surreal_eval.present.cli import app
+
+    printed: dict[str, str] = {}
+    background: list[subprocess.Popen] = []
+    try:
+        for line in commands:
+            words = shlex.split(line, comments=True)
+            if words[-1] == "&":
+                background.append(subprocess.Popen([sys.executable, *words[1:-1]], cwd=folder, stdout=subprocess.DEVNULL))
+                port, end = int(words[words.index("--port") + 1]), time.monotonic() + 10
+                while True:
+                    with socket.socket() as probe:
+                        if probe.connect_ex(("127.0.0.1", port)) == 0:
+                            break
+                    assert time.monotonic() < end, f"nothing listens on 127.0.0.1:{port}"
+                    time.sleep(0.05)
+            elif words[0] == "export":
+                name, value = words[1].split("=", 1)
+                monkeypatch.setenv(name, value)
+            elif words[0] == "surreal-eval":
+                result = CliRunner().invoke(app, words[1:])
+                assert result.exit_code == 0, (line, result.output)
+                key = " ".join(words[1:3])
+                printed[key] = printed.get(key, "") + result.output
+            else:  # tar, python, mkdir, grep: the shell's
+                done = subprocess.run(line, shell=True, cwd=folder, capture_output=True, text=True, env=os.environ.copy())
+                assert done.returncode == 0, (line, done.stderr)
+    finally:
+        for process in background:
+            process.kill()
+            process.wait()
+    return printed
+
+
 @pytest.fixture
 def chat_env(monkeypatch, tmp_path):
     """No chat model or key from the environment, and a chat cache of the test's own."""

@@ -6,20 +6,15 @@ and two retrievers are compared on a question set nobody judged."""
 from __future__ import annotations
 
 import json
-import os
 import shlex
-import subprocess
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
 
-from surreal_eval.present.cli import app
 
-from .conftest import readme_commands
+from .conftest import readme_commands, run_readme_block
 
 ROOT = Path(__file__).resolve().parents[1]
-runner = CliRunner()
 
 
 @pytest.mark.slow
@@ -28,19 +23,7 @@ def test_the_golden_set_walkthrough_runs_as_written(tmp_path, monkeypatch):
     for folder in ("tests", "benchmarks"):  # the clone's own files, where the block expects them
         (tmp_path / folder).symlink_to(ROOT / folder)
     monkeypatch.chdir(tmp_path)
-    printed: dict[str, str] = {}
-    for line in commands:
-        words = shlex.split(line, comments=True)
-        if words[0] == "export":
-            name, value = words[1].split("=", 1)
-            monkeypatch.setenv(name, value)
-        elif words[0] == "surreal-eval":
-            result = runner.invoke(app, words[1:])
-            assert result.exit_code == 0, (line, result.output)
-            printed[" ".join(words[1:3])] = result.output
-        else:  # tar, python, mkdir, grep: the shell's, as a reader runs them
-            done = subprocess.run(line, shell=True, cwd=tmp_path, capture_output=True, text=True, env=os.environ.copy())
-            assert done.returncode == 0, (line, done.stderr)
+    printed = run_readme_block(commands, tmp_path, monkeypatch)
     # the click questions sit beside CISI's own, with the gap, real first
     assert "click" in printed["slices --by"] and "gap" in printed["slices --by"]
     # diagnose printed the very command the block runs next
