@@ -2,7 +2,7 @@
 
     python benchmarks/click_log.py --out cisi_clicks.jsonl [--impressions 20000] [--seed 7] [--measure]
 
-The log (the README's format, seeded, deterministic): each of CISI's 76 judged queries is asked with a
+The log (the format of docs/golden-set.md, seeded, deterministic): each of CISI's 76 judged queries is asked with a
 Zipf frequency (the k-th most asked ∝ 1/k, k in a seeded order); each impression shows the top 10 of a
 ranking of the corpus by cosine over the shipped all-MiniLM-L6-v2 embeddings, dithered (each document's
 rank r replaced by exp(ln r + N(0, 0.35)) before sorting, so documents move a little between impressions

@@ -2,7 +2,7 @@
 
     python benchmarks/cost_floor.py [--dataset cisi,debian,synthetic] [--depth 10] [--quick]
 
-With no option it measures what the README reports, in one run of about 25 minutes: CISI and the
+With no option it measures what docs/benchmarks.md reports, in one run of about 25 minutes: CISI and the
 Debian set at depth 10 (the depth an evaluation uses by default), every ratio, the analyzer table
 (on 100 Debian questions), the scale table (Debian, 5,000 to 20,000 documents) and the watched
 ingest. `--dataset all` adds the synthetic set (pseudo-words), `--dataset synthetic` measures it alone.

@@ -3,7 +3,7 @@
     python benchmarks/scale_limits.py [--docs 30000] [--questions 30000] [--sample 1000] [--dir DIR]
 
 (At 100,000 documents a move in one transaction stopped making progress on the embedded surrealkv
-engine; loads now move MOVE_PART rows per transaction under a journal: see README, Reliability.)
+engine; loads now move MOVE_PART rows per transaction under a journal: see docs/reliability.md.)
 
 Each step runs in its own child process, so each peak memory is that step's own, on one embedded
 `surrealkv://` store (the persistent default):

@@ -8,7 +8,7 @@ run one query, close it and exit normally, then counts the children that did not
 `thread 'tokio-rt-worker' panicked at .../core/src/panicking.rs:225:5: panic in a function that
 cannot unwind` and exit 134 (SIGABRT): the engine's runtime is torn down while the interpreter
 finalizes. This is why `surreal-eval`'s entry point ends the process with `os._exit` once every
-connection is closed (see "Known issues" in the README).
+connection is closed (see docs/exit-codes.md).
 """
 
 from __future__ import annotations

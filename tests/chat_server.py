@@ -43,7 +43,7 @@ def vector_for(text: str, dim: int) -> list[float]:
     return [round(0.05 + digest[i] / 255, 6) for i in range(dim)]
 
 
-#: Run as a script (the README's walkthrough), how the server answers a question-writing prompt, by the sha256 of
+#: Run as a script (the docs' model walkthrough (docs/golden-set.md)), how the server answers a question-writing prompt, by the sha256 of
 #: its passage modulo 10, so a run over many documents meets every kind of bad answer.
 MIXED = {0: "copy", 1: "answer", 2: "empty"}
 
@@ -205,7 +205,7 @@ def chat_server(dimension: int = 4) -> Iterator[ChatServer]:
         server.server_close()
 
 
-if __name__ == "__main__":  # the README's walkthrough: python tests/chat_server.py --port 8765 &
+if __name__ == "__main__":  # the docs' model walkthrough (docs/golden-set.md): python tests/chat_server.py --port 8765 &
     import argparse
 
     parser = argparse.ArgumentParser(description="The tests' chat-completions and embeddings server, on 127.0.0.1.")

@@ -18,20 +18,8 @@ needs_server = pytest.mark.skipif(
 )
 
 
-def readme_commands(heading: str) -> list[str]:
-    """The commands of the first shell block in the README section whose heading starts with `heading`,
-    comment-only lines dropped, in order."""
-    import shlex
-    from pathlib import Path
-
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
-    section = readme.split(f"## {heading}", 1)[1].split("\n## ", 1)[0]
-    block = section.split("```sh\n", 1)[1].split("```", 1)[0]
-    return [line for line in block.splitlines() if shlex.split(line, comments=True)]
-
-
-def run_readme_block(commands: list[str], folder, monkeypatch) -> dict[str, str]:
-    """Run a README shell block as a reader would, in `folder`: `export` sets the variable, a line ending in
+def run_doc_block(commands: list[str], folder, monkeypatch) -> dict[str, str]:
+    """Run a docs shell block as a reader would, in `folder`: `export` sets the variable, a line ending in
     `&` starts `python SCRIPT ... --port N` in the background (stopped at the end), `surreal-eval` runs in
     process (each must exit 0), anything else in the shell. Returns the output of each command by its first
     two words (`compare previous`), concatenated when a command runs twice."""
@@ -83,15 +71,6 @@ def chat_env(monkeypatch, tmp_path):
     for name in ("SURREAL_EVAL_CHAT_KEY", "SURREAL_EVAL_CHAT"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("SURREAL_EVAL_CACHE_DIR", str(tmp_path / "cache"))
-
-
-def readme_text_block(heading: str) -> str:
-    """The first ```text block (indented in a list item) of the README section whose heading is `heading`."""
-    from pathlib import Path
-
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
-    block = readme.split(heading, 1)[1].split("```text\n", 1)[1].split("  ```", 1)[0]
-    return "\n".join(line.removeprefix("  ") for line in block.splitlines())
 
 
 def fresh_db(dimension: int = 4, **config: int) -> Database:

@@ -74,7 +74,7 @@ LANGCHAIN_SCHEMA = """
 #: The ids the application gives add_documents, one a passage: strings, a uuid4, and one Document with none.
 LANGCHAIN_IDS = ["1", "2", "3", "4", "5", "6", "7", "8", "f47ac10b-58cc-4372-a567-0e02b2c3d479", None]
 #: SEARCH_QUERY as a function: the library's text, with K a literal (SurrealDB 3 takes no $param there:
-#: a ceiling of 100 at the library's effort 40) and LIMIT $k, as the README's function retrievers do.
+#: a ceiling of 100 at the library's effort 40) and LIMIT $k, as the docs' function retrievers do.
 LANGCHAIN_SIMILARITY = """
 DEFINE FUNCTION fn::lc_similarity($vector: array<float>, $k: int) -> array {
     RETURN SELECT

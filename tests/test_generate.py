@@ -14,7 +14,8 @@ from surreal_eval.load.generate import default_prompt, generate_questions, sampl
 from surreal_eval.present.cli import app
 
 from .chat_server import chat_server
-from .conftest import as_evaluator, assert_cli_refuses_the_evaluator, evaluator_store, readme_text_block, snapshot
+from .conftest import as_evaluator, assert_cli_refuses_the_evaluator, evaluator_store, snapshot
+from .docs_pages import blocks
 
 runner = CliRunner()
 KEY = "sk-chat-test-0123456789-very-secret"
@@ -152,4 +153,4 @@ def test_an_evaluator_may_not_generate_exit_5_no_request_nothing_changed(store, 
 
 
 def test_the_readme_shows_the_default_prompt_as_shipped():
-    assert readme_text_block("### Questions a model writes").strip() == default_prompt().strip()
+    assert blocks("Questions a model writes", "text")[0].strip() == default_prompt().strip()

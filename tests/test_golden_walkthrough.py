@@ -1,4 +1,4 @@
-"""The README's "Walkthrough: a golden set that improves every time you look" runs as written from a
+"""The docs' "Walkthrough: a golden set that improves every time you look" runs as written from a
 fresh clone's layout: a search log made from CISI becomes click questions, a label found while
 diagnosing is added and named by compare, a rewritten document makes its labels stale, the set exports,
 and two retrievers are compared on a question set nobody judged."""
@@ -12,18 +12,19 @@ from pathlib import Path
 import pytest
 
 
-from .conftest import readme_commands, run_readme_block
+from .conftest import run_doc_block
+from .docs_pages import shell_commands
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.mark.slow
 def test_the_golden_set_walkthrough_runs_as_written(tmp_path, monkeypatch):
-    commands = readme_commands("Walkthrough: a golden set that improves")
+    commands = shell_commands("Walkthrough: a golden set that improves")
     for folder in ("tests", "benchmarks"):  # the clone's own files, where the block expects them
         (tmp_path / folder).symlink_to(ROOT / folder)
     monkeypatch.chdir(tmp_path)
-    printed = run_readme_block(commands, tmp_path, monkeypatch)
+    printed = run_doc_block(commands, tmp_path, monkeypatch)
     # the click questions sit beside CISI's own, with the gap, real first
     assert "click" in printed["slices --by"] and "gap" in printed["slices --by"]
     # diagnose printed the very command the block runs next

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 from typer.testing import CliRunner
 
@@ -29,6 +27,7 @@ from surreal_eval.load.bulk import load_beir, load_corpus, load_dataset, load_go
 
 from .datasets import cisi
 from .conftest import fresh_db, snapshot
+from .docs_pages import pages
 from .test_loaders import beir_folder, write
 
 CISI = cisi()  # shipped in tests/data
@@ -490,10 +489,10 @@ def cli(store, *args):
 
 
 @pytest.mark.parametrize("command", ["corpus", "golden", "beir"])
-def test_every_load_command_has_help_and_is_in_the_readme(command):
+def test_every_load_command_has_help_and_a_docs_page(command):
     result = runner.invoke(app, ["load", command, "--help"])
     assert result.exit_code == 0 and "--embedder" in result.stdout
-    assert f"surreal-eval load {command}" in (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    assert f"surreal-eval load {command}" in "".join(pages().values())
 
 
 def test_cli_loads_csv_corpus_and_golden_set_into_a_fresh_store(tmp_path):

@@ -20,7 +20,8 @@ from surreal_eval.store.access import grant_evaluator
 from surreal_eval.store.connection import record_str, to_record
 
 from .chat_server import chat_server
-from .conftest import as_evaluator, assert_cli_refuses_the_evaluator, readme_text_block, seed_own, snapshot
+from .conftest import as_evaluator, assert_cli_refuses_the_evaluator, seed_own, snapshot
+from .docs_pages import blocks
 
 runner = CliRunner()
 #: how the server grades a document, by its title; every other judging prompt: grade 2
@@ -246,4 +247,4 @@ def test_an_evaluator_may_not_judge_exit_5_no_request_nothing_changed(store, ser
 
 
 def test_the_readme_shows_the_judge_prompt_as_shipped():
-    assert readme_text_block("### Holes a model judges").strip() == default_judge_prompt().strip()
+    assert blocks("Holes a model judges", "text")[0].strip() == default_judge_prompt().strip()

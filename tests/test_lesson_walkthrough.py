@@ -1,4 +1,4 @@
-"""The README's "You followed the lesson" walkthrough runs as written on a database built exactly as the
+"""The docs' "You followed the lesson" walkthrough runs as written on a database built exactly as the
 lesson builds it (examples/lesson/setup.py applies surql/lesson.surql), every function of the reader's
 scores the recall@k the reader's own fn::evaluate(k) returns, and nothing of the reader's changes."""
 
@@ -16,7 +16,7 @@ from surreal_eval.present.cli import app
 from surreal_eval.store.opening import connect
 from surreal_eval.store.settings import Settings
 
-from .conftest import readme_commands
+from .docs_pages import shell_commands
 
 ROOT = Path(__file__).resolve().parents[1]
 runner = CliRunner()
@@ -29,8 +29,8 @@ EVALUATED = {"lesson_bm25": "bm25", "lesson_vec": "vector", "lesson_hybrid": "hy
 
 
 def walkthrough() -> list[str]:
-    """The commands of the README's walkthrough block, in order."""
-    return readme_commands("You followed the lesson")
+    """The commands of the docs' walkthrough block, in order."""
+    return shell_commands("You followed the lesson")
 
 
 def readers_own(url: str) -> dict:
@@ -92,7 +92,7 @@ def test_the_lesson_walkthrough_runs_as_written_scores_as_fn_evaluate_and_change
             assert recall[(retriever, k)] == theirs[key], (retriever, k, theirs)
         assert recall[("bm25", k)] == theirs["bm25"] and recall[("vector", k)] == theirs["vector"]
     assert report["questions"] == 8 and report["params"]["golden"] == "question" and report["params"]["corpus"] == "article"
-    # what the README says the rest shows
+    # what the docs say the rest shows
     said = {line.split(" --")[0]: text for line, text in outputs.items()}
     assert "fixed: money_back 0.00→1.00" in said["compare latest"]
     assert "question:money_back" in said["diagnose money_back"]

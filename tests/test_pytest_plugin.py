@@ -1,4 +1,4 @@
-"""The pytest plugin (surreal_eval/pytest_plugin.py): the README's test file passes as written and fails
+"""The pytest plugin (surreal_eval/pytest_plugin.py): the docs' test file (docs/python.md) passes as written and fails
 with the gate's paragraph after a bad change, and a session that used it ends with pytest's own
 exit status every time, never the engine's abort at interpreter exit (issue 25)."""
 
@@ -18,7 +18,7 @@ import pytest
 from .test_python_api import ROOT, python_blocks
 
 GOOD_LINE = '    evaluate(surreal_eval_db, label="change")'
-#: The README's test with a broken embedding model between the two evaluations.
+#: The docs' test with a broken embedding model between the two evaluations.
 BREAK = ('    surreal_eval_db.query("FOR $a IN (SELECT id, embedding FROM article) '
          '{ UPDATE $a.id SET embedding = array::reverse($a.embedding) };")\n')
 

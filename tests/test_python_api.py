@@ -1,4 +1,4 @@
-"""The library as the README's "Python" section shows it: the section's code runs as written, and the
+"""The library as the docs' "Python library" page shows it: the page's code runs as written, and the
 library takes the commands' defaults and run names (issue 25)."""
 
 from __future__ import annotations
@@ -20,16 +20,15 @@ from surreal_eval.present import commands_analysis, commands_runs
 
 from .conftest import fresh_db, reverse_embeddings
 from .datasets import cisi
+from .docs_pages import blocks
 from .test_loaders import beir_folder
 
 ROOT = Path(__file__).resolve().parents[1]
-README = ROOT / "README.md"
 
 
 def python_blocks() -> list[str]:
-    """The ```python blocks of the README's "Python" section, in order."""
-    section = README.read_text(encoding="utf-8").split("\n## Python\n", 1)[1].split("\n## ", 1)[0]
-    return re.findall(r"```python\n(.*?)```", section, flags=re.S)
+    """The ```python blocks of the docs' Python library page, in order."""
+    return blocks("Python library", "python")
 
 
 def run_script(code: str, cwd: Path, *args: str, timeout: int = 600) -> subprocess.CompletedProcess:

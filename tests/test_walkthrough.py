@@ -1,4 +1,4 @@
-"""The README's walkthrough (examples/own_database) runs as written, and leaves the user's own
+"""The docs' walkthrough (examples/own_database) runs as written, and leaves the user's own
 definitions and rows byte for byte as their application made them."""
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from surreal_eval.present.cli import app
 from surreal_eval.store.opening import connect
 from surreal_eval.store.settings import Settings
 
-from .conftest import readme_commands
+from .docs_pages import shell_commands
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "examples" / "own_database"
@@ -25,8 +25,8 @@ runner = CliRunner()
 
 
 def walkthrough() -> list[str]:
-    """The commands of the README's walkthrough block, in order."""
-    return readme_commands("Walkthrough")
+    """The commands of the docs' walkthrough block, in order."""
+    return shell_commands("Walkthrough: your database")
 
 
 def users_own(url: str) -> dict:
@@ -85,7 +85,7 @@ def test_the_readme_walkthrough_runs_as_written_and_changes_nothing_of_the_users
             assert result.exit_code == 0, (line, result.output)
             outputs[" ".join(words[1:4])] = result.stdout
     assert before is not None
-    # what the README says the walkthrough shows
+    # what the docs say the walkthrough shows
     assert "through index kb_body" in outputs["attach kb --content"] and "kb_vec" in outputs["attach kb --content"]
     assert all(name in outputs["evaluate --corpus kb"] for name in ("mine_hybrid", "http:api", "hybrid"))
     assert "mine precision@1 broken: money 1.00→0.00, where 1.00→0.00" in outputs["compare previous latest"]

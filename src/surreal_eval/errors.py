@@ -49,7 +49,7 @@ def one_line(text: str) -> str:
 class SurrealEvalError(Exception):
     """Base of every error this package raises on purpose; its message is always one printable line."""
 
-    #: the process's exit code when this error ends a command (the README's table of exit codes)
+    #: the process's exit code when this error ends a command (the table in docs/exit-codes.md)
     exit_code = 3
 
     def __init_subclass__(cls, *, exit_code: int | None = None, **options: object) -> None:

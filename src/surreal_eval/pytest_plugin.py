@@ -5,7 +5,7 @@
   384), or per test `@pytest.mark.parametrize("surreal_eval_db", [4], indirect=True)`; `0` imports no
   harness (the first load imports it with its data's dimension).
 - The session's exit status is pytest's own. The embedded SurrealDB engine can abort the interpreter
-  while it finalizes (exit 134, README "Exit codes"); so once pytest is done (every report written,
+  while it finalizes (exit 134, docs/exit-codes.md); so once pytest is done (every report written,
   every plugin unconfigured), a pytest process that used the fixture or `assert_no_regression`
   closes every store still open, flushes its output and ends with `os._exit(exit status)`, as the
   `surreal-eval` command does. Only a process that pytest itself started (`pytest ...` or

@@ -21,7 +21,7 @@ from .store.settings import Settings
 
 __all__ = ["DEFAULT_DIMENSION", "assert_no_regression", "fresh_store"]
 
-#: The embedding dimension of a fresh store when none is asked for (all-MiniLM-L6-v2's, as the README's examples).
+#: The embedding dimension of a fresh store when none is asked for (all-MiniLM-L6-v2's, as the docs' examples).
 DEFAULT_DIMENSION = 384
 #: Set once this process used fresh_store or assert_no_regression: the pytest plugin then ends the
 #: session with os._exit (pytest_plugin.py says why).

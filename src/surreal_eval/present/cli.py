@@ -25,7 +25,7 @@ ORDER = ("demo", "init", "migrate", "evaluate", "score", "history", "tag", "unta
          "compare", "gate", "report", "slices")
 app.registered_commands.sort(key=lambda info: ORDER.index(info.callback.__name__))
 
-#: Every code the process exits with (the README's "Exit codes" table).
+#: Every code the process exits with (the table in docs/exit-codes.md).
 EXIT_CODES = {
     0: "done",
     1: "the gate regressed",
