@@ -43,7 +43,7 @@ RUNNABLE = [
     ("A CI job that gates retrieval", 0, ["surreal-eval init --demo", "surreal-eval evaluate --k 1,5,10",
                                           "surreal-eval tag latest main"],
      {"GITHUB_SHA": "def456", "GITHUB_REF": "refs/heads/feature"}),
-    ("The SurrealQL files", 0, ["surreal-eval init --demo"], {}),
+    ("Relevance level and self-retrieval", 0, ["surreal-eval init --demo"], {}),
     ("Candidate lists reused across runs", 0, [], {}),
 ]
 
