@@ -138,6 +138,27 @@ def test_an_exported_run_with_tied_scores_scores_under_trec_eval_as_the_run_did(
     assert exported.lowered >= (len(run.retrievers) if scores == "raw" else 0) and (scores == "raw") == (exported.lowered > 0)
 
 
+def test_export_run_says_how_many_raw_scores_it_lowered(tmp_path):
+    from surreal_eval import HarnessConfig, Settings, connect, import_harness
+
+    store = tmp_path / "store"
+    with connect(Settings(url=f"surrealkv://{store}")) as db:
+        import_harness(db, HarnessConfig(dimension=4))
+        seed_own(db)
+        twin_articles(db)
+        evaluate(db, ks=[3], retrievers=["bm25", "vector"])
+        from surreal_eval.runs.export import trec_run_file
+
+        lowered = trec_run_file(db, "latest", scores="raw").lowered
+    assert lowered >= 2  # z_twin, once per retriever
+    raw = runner.invoke(app, ["--url", f"surrealkv://{store}", "export", "run", "latest", "--scores", "raw", "-o", str(tmp_path / "raw.trec")])
+    assert raw.exit_code == 0, raw.output
+    assert f"lowered {lowered} tied raw scores to the next 32-bit float below the score above it" in raw.stderr
+    assert "breaks a tie by docid descending" in raw.stderr
+    rank = runner.invoke(app, ["--url", f"surrealkv://{store}", "export", "run", "latest", "-o", str(tmp_path / "rank.trec")])
+    assert rank.exit_code == 0 and "lowered" not in rank.stderr
+
+
 def test_raw_scores_are_lowered_only_where_trec_eval_would_rank_otherwise():
     """trec_eval reads a score as a 32-bit float, sorts by it descending, then by docid descending."""
     import numpy as np

@@ -250,7 +250,7 @@ def export_run(
     retriever: Annotated[Optional[list[str]], typer.Option(help="Only these retrievers (default: all in the run).")] = None,
     scores: Annotated[str, typer.Option(help=(
         "rank: strictly decreasing scores that keep this run's order; raw: the retrievers' own scores, a tied one "
-        "lowered by the least step a float allows where trec_eval would break the tie the other way."))] = "rank",
+        "lowered to the next 32-bit float where trec_eval would break the tie the other way."))] = "rank",
     output: OutputOpt = None,
 ) -> None:
     """Write a run's rankings as a TREC run file: qid Q0 docid rank score tag (tag = retriever)."""
@@ -263,9 +263,9 @@ def export_run(
     if output is not None:
         plain(err, f"wrote {count} lines to {output}")
     if exported.lowered:
-        plain(err, f"lowered {exported.lowered} tied raw score{'s' if exported.lowered != 1 else ''} by the least step a float "
-                   "allows (each just below the score above it): trec_eval breaks a tie by docid descending and would "
-                   "otherwise rank those records otherwise than this run did, and score it otherwise")
+        plain(err, f"lowered {exported.lowered} tied raw score{'s' if exported.lowered != 1 else ''} to the next 32-bit float "
+                   "below the score above it: trec_eval reads scores as 32-bit floats and breaks a tie by docid descending, "
+                   "so it would have ranked those records differently from this run, and scored it differently")
 
 
 @export_app.command("qrels")
