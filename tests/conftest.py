@@ -135,6 +135,19 @@ def snapshot(db: Database) -> dict:
     return {"info": info, "rows": rows}
 
 
+def without_build_times(state: dict) -> dict:
+    """A `snapshot` without when each corpus table's HNSW graph was built (seval_corpus.vector_built): a load undone
+    after its move began puts every row back but builds the graph again, which is recorded (analysis.rebuilt)."""
+    rows = {**state["rows"], "seval_corpus": [{k: v for k, v in row.items() if k != "vector_built"}
+                                              for row in state["rows"].get("seval_corpus", [])]}
+    return {**state, "rows": rows}
+
+
+def build_time(db, table: str = "seval_article"):
+    """When the harness last built corpus table `table`'s HNSW graph (seval_corpus.vector_built)."""
+    return db.value("RETURN type::record('seval_corpus', $t).vector_built", {"t": table})
+
+
 def demo_tables(db) -> tuple[str, str]:
     """(corpus, golden set) of the demo in `db`: the lesson reader's article and question when the demo
     attached them (`init --demo`, the `lesson` fixture), else the harness's own (the `seeded` fixture)."""

@@ -35,6 +35,7 @@ def protected(db):
         "questions": db.value("SELECT * FROM seval_question ORDER BY id"),
         "unfinished loads": db.value("SELECT * FROM seval_ingest_journal"),
         "retrievers": db.value("SELECT * FROM seval_retriever ORDER BY id"),
+        "corpus tables": db.value("SELECT * FROM seval_corpus ORDER BY id"),
     }
 
 
@@ -67,6 +68,8 @@ def test_an_evaluator_reads_the_registry_and_fn_evaluate_leaves_no_run(store):
     "DELETE seval_question:signin",
     "CREATE seval_question:new CONTENT { text: 'x', embedding: [1, 0, 0, 0], relevant: [seval_article:track_order] }",
     "UPDATE seval_config:current SET dimension = 8",
+    # when the HNSW graph was built, which decides compare's note on a rebuilt index (analysis.rebuilt)
+    "UPDATE seval_corpus:seval_article SET vector_built = time::now()",
     "DELETE seval_run",
     "UPDATE seval_retriever:hybrid SET params = { rrf_k: 1 }",
     "DELETE seval_retriever:bm25",
@@ -204,6 +207,8 @@ ATTACKS = [
     "CREATE seval_ingest SET corpus = 'seval_article', documents = 1",
     "DELETE seval_ingest",
     "UPDATE seval_config:current SET dimension = 8",
+    # when the HNSW graph was built, which decides compare's note on a rebuilt index (analysis.rebuilt)
+    "UPDATE seval_corpus:seval_article SET vector_built = time::now()",
     "DELETE seval_config",
     "CREATE seval_corpus:forged SET x = 1",
     "DELETE seval_corpus",

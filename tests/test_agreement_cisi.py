@@ -28,7 +28,7 @@ def cisi_run(tmp_path_factory):
     report = load_beir(db, CISI, create_harness=True)
     assert (report.corpus.loaded, report.golden.loaded, report.golden.skipped) == (1460, 76, 36)
     run = evaluate(db, ks=KS, retrievers=list(RETRIEVERS), per_question=True)
-    run_lines = list(export_run_trec(db, run.run))
+    run_lines = {scores: list(export_run_trec(db, run.run, scores=scores)) for scores in ("rank", "raw")}
     qrels_lines = list(export_qrels_trec(db, run=run.run))
     db.close()
     return run, run_lines, qrels_lines
@@ -58,7 +58,7 @@ def ours(report, retriever):
 
 def test_the_run_covers_every_judged_question(cisi_run):
     report, run_lines, qrels_lines = cisi_run
-    runs, qrels = parse(run_lines, qrels_lines)
+    runs, qrels = parse(run_lines["rank"], qrels_lines)
     assert report.questions == 76 and len(qrels) == 76
     assert sum(len(labels) for labels in qrels.values()) == 3114
     assert set(runs) == set(RETRIEVERS)
@@ -69,7 +69,7 @@ def test_every_metric_equals_ranx_for_every_question(cisi_run, retriever):
     from ranx import Qrels, Run, evaluate as ranx_evaluate
 
     report, run_lines, qrels_lines = cisi_run
-    runs, qrels = parse(run_lines, qrels_lines)
+    runs, qrels = parse(run_lines["rank"], qrels_lines)
     mine = ours(report, retriever)
     retrieved = {q: docs for q, docs in runs[retriever].items() if docs}
     names = {"recall": "recall", "hit_rate": "hit_rate", "precision": "precision", "mrr": "mrr", "ndcg": "ndcg", "map": "map"}
@@ -88,12 +88,15 @@ def test_every_metric_equals_ranx_for_every_question(cisi_run, retriever):
     assert checked == 76 * 6 * len(KS)
 
 
+@pytest.mark.parametrize("scores", ["rank", "raw"])
 @pytest.mark.parametrize("retriever", RETRIEVERS)
-def test_every_trec_eval_metric_equals_pytrec_eval_for_every_question(cisi_run, retriever):
+def test_every_trec_eval_metric_equals_pytrec_eval_for_every_question(cisi_run, retriever, scores):
+    """Both exports: rank-based scores, and the retrievers' own (issue 26, 6: ties trec_eval would break by
+    docid descending are written a 32-bit float's step apart, in the run's order)."""
     import pytrec_eval
 
     report, run_lines, qrels_lines = cisi_run
-    runs, qrels = parse(run_lines, qrels_lines)
+    runs, qrels = parse(run_lines[scores], qrels_lines)
     mine = ours(report, retriever)
     measures = {f"P_{k}" for k in KS} | {f"recall_{k}" for k in KS} | {f"ndcg_cut_{k}" for k in KS} \
         | {f"map_cut_{k}" for k in KS} | {"Rprec", "recip_rank"}

@@ -61,6 +61,41 @@ def test_init_evaluate_history_on_the_persistent_store(tmp_path):
     assert "first" in run("history", "--metric", "recall@3", store=store)
 
 
+def history_rows(text: str) -> tuple[list[str], dict[str, list[str]]]:
+    """The header and the rows (by label) of the table `history` prints."""
+    cells = lambda line, bar: [c.strip() for c in line.split(bar)[1:-1]]  # noqa: E731
+    header = cells(next(line for line in text.splitlines() if "questions" in line), "┃")
+    rows = [cells(line, "│") for line in text.splitlines() if "seval_run:" in line]
+    return header, {row[header.index("label")]: row for row in rows}
+
+
+def test_history_names_the_k_of_every_figure_when_runs_measured_different_depths(tmp_path):
+    """Issue 26, 5: recall@3 of one run and recall@5 of another are never shown as one column without their k."""
+    store = tmp_path / "store"
+    run("init", "--demo", store=store)
+    run("evaluate", "--k", "1,3", "--label", "shallow", store=store)
+    run("evaluate", "--k", "1,5", "--retriever", "bm25", "--label", "deep", store=store)
+    text = run("history", store=store)
+    header, rows = history_rows(text)
+    assert "at each run's deepest k (column k)" in text
+    assert header[header.index("questions") + 1:] == ["k", "bm25", "vector", "hybrid", "hybrid_floor"]
+    assert rows["shallow"][header.index("k")] == "3" and rows["deep"][header.index("k")] == "5"
+    runs = json.loads(run("history", "--json", store=store))
+    shown = {r["label"]: r["shown"] for r in runs}
+    assert [(f["retriever"], f["metric"], f["k"]) for f in shown["shallow"]] == [
+        (name, "recall", 3) for name in ("bm25", "vector", "hybrid", "hybrid_floor")]
+    assert [(f["retriever"], f["k"]) for f in shown["deep"]] == [("bm25", 5)]
+    for r in runs:  # each figure is the run's mean at its k
+        means = {(m["retriever"], m["k"]): m["recall"] for m in r["results"]}
+        assert all(f["value"] == means[(f["retriever"], f["k"])] for f in r["shown"])
+    # one depth among the runs shown, or a k asked for: the k is in the title, no column
+    alone = run("history", "--limit", "1", store=store)
+    assert "history: recall@5 per retriever (each run's deepest k)" in alone and "k" not in history_rows(alone)[0]
+    asked = run("history", "--metric", "mrr@1", store=store)
+    assert "history: mrr@1 per retriever" in asked and "k" not in history_rows(asked)[0]
+    assert {f["k"] for r in json.loads(run("history", "--metric", "mrr@1", "--json", store=store)) for f in r["shown"]} == {1}
+
+
 def test_evaluate_split_scores_only_that_split_and_refuses_another_name(tmp_path):
     store = tmp_path / "store"
     run("init", "--demo", store=store)

@@ -259,3 +259,75 @@ def test_cli_compare_marks_tied_rows(tmp_path):
     shown = runner.invoke(app, [*url, "compare", "previous", "latest", "--metric", "recall@3"])
     assert shown.exit_code == 0, shown.output
     assert "cannot be told apart" in shown.stdout and " tied" in shown.stdout
+
+
+# ---------------------------------------------------------------------------------------------
+# An approximate vector index built again between two runs (issue 26, 5)
+# ---------------------------------------------------------------------------------------------
+
+
+def reload_articles(db) -> None:
+    """Load the demo's ten articles into seval_article again, as they are: the same rows and vectors, a new HNSW graph."""
+    from surreal_eval.load.bulk import load_corpus
+
+    from .conftest import lesson_rows
+
+    load_corpus(db, lesson_rows()[0])
+
+
+def test_a_reload_of_identical_data_is_noted_for_the_retrievers_that_search_the_hnsw_index(seeded):
+    """Issue 26, 5: after a reload of the same data the HNSW graph is built again (an approximate search may
+    answer otherwise) while nothing recorded differs; compare says so for the retrievers that search it."""
+    first = evaluate(seeded, ks=KS)
+    same_graph = evaluate(seeded, ks=KS)
+    assert compare_runs(seeded, first.run, same_graph.run).notes == []
+    reload_articles(seeded)
+    rebuilt = evaluate(seeded, ks=KS)
+    comparison = compare_runs(seeded, same_graph.run, rebuilt.run)
+    assert comparison.changes == []  # same rows, vectors, parameters and golden set
+    (note,) = comparison.notes
+    assert note.startswith("the HNSW index of seval_article was built again between the runs")
+    assert "vector, hybrid, hybrid_floor may have moved" in note and "--ann-check" in note and "vector_exact" in note
+    # a BM25 ranking is the same on either graph: no note for it alone, nor for two runs of BM25 only
+    assert compare_runs(seeded, same_graph.run, rebuilt.run, retrievers=["bm25"]).notes == []
+    bm25_before = evaluate(seeded, ks=KS, retrievers=["bm25"])
+    reload_articles(seeded)
+    bm25_after = evaluate(seeded, ks=KS, retrievers=["bm25"])
+    assert compare_runs(seeded, bm25_before.run, bm25_after.run).notes == []
+
+
+def test_a_run_recorded_before_build_times_is_judged_by_the_loads_between_the_runs(seeded):
+    old = evaluate(seeded, ks=[3], retrievers=["vector"])
+    seeded.query("UPDATE type::record($run) SET corpus.vector_built = NONE", {"run": old.run})  # as a run of an earlier version
+    assert compare_runs(seeded, old.run, evaluate(seeded, ks=[3], retrievers=["vector"]).run).notes == []
+    reload_articles(seeded)
+    (note,) = compare_runs(seeded, old.run, evaluate(seeded, ks=[3], retrievers=["vector"]).run).notes
+    assert note.startswith("seval_article was loaded 1 time between the runs") and "vector may have moved" in note
+
+
+def test_hnsw_rankings_that_moved_with_nothing_recorded_are_noted(seeded):
+    """A graph built again outside the harness (REBUILD INDEX by hand, a table attached in place and reloaded by its
+    owner) leaves no trace but the moved rankings themselves (here: one moved by hand)."""
+    a, b = evaluate(seeded, ks=KS), evaluate(seeded, ks=KS)
+    seeded.query("UPDATE seval_ranking SET ranked = array::reverse(ranked) WHERE run = type::record($run) AND retriever = 'vector' "
+                 "AND question = seval_question:money_back", {"run": b.run})
+    (note,) = compare_runs(seeded, a.run, b.run).notes
+    assert note.startswith("vector ranked otherwise though nothing recorded differs")
+
+
+def test_cli_compare_notes_a_rebuilt_hnsw_index_beside_nothing_recorded(tmp_path):
+    from .conftest import seed_own
+
+    store = tmp_path / "store"
+    with connect(Settings(url=f"surrealkv://{store}")) as db:
+        from surreal_eval import HarnessConfig, import_harness
+
+        import_harness(db, HarnessConfig(dimension=4))
+        seed_own(db)
+        evaluate(db, ks=KS, retrievers=["bm25", "vector"])
+        reload_articles(db)
+        evaluate(db, ks=KS, retrievers=["bm25", "vector"])
+    text = cli(store, "compare", "previous", "latest").stdout
+    assert "nothing recorded differs between the runs" in text
+    assert "note: the HNSW index of seval_article was built again between the runs" in text
+    assert "HNSW" not in cli(store, "compare", "previous", "latest", "--retriever", "bm25").stdout

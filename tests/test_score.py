@@ -84,6 +84,102 @@ def test_a_random_trec_run_scores_as_pytrec_eval_over_every_golden_question(seed
     assert report.questions == len(questions) and report.params["supplied"]["absent"] == {"mine": 2}
 
 
+def twin_articles(db) -> None:
+    """Two articles with the same text and vector (every retriever scores them alike; the harness ranks a tie by id,
+    a_twin first), and a question whose one label is a_twin: trec_eval, which breaks a tie by docid descending,
+    would put z_twin first."""
+    from surreal_eval import Article
+    from surreal_eval.load.bulk import load_corpus
+
+    load_corpus(db, [Article(id=f"{c}_twin", title="Zebra", content="zebra quokka axolotl", embedding=[0.0, 0.0, 0.0, 1.0])
+                     for c in "az"])
+    db.query("CREATE seval_question:twins CONTENT { text: 'zebra quokka axolotl', embedding: [0.0, 0.0, 0.0, 1.0], "
+             "relevant: [seval_article:a_twin] }")
+
+
+@pytest.mark.parametrize("scores", ["raw", "rank"])
+def test_an_exported_run_with_tied_scores_scores_under_trec_eval_as_the_run_did(seeded, scores):
+    """Issue 26, 6: every question's every metric of the exported file under pytrec_eval (trec_eval's tie rule)
+    equals the run's own, raw scores too."""
+    import pytrec_eval
+
+    from surreal_eval.runs.export import trec_run_file
+
+    twin_articles(seeded)
+    run = evaluate(seeded, ks=[1, 3, 5], per_question=True)
+    exported = trec_run_file(seeded, run.run, scores=scores)
+    qrels: dict[str, dict[str, int]] = {}
+    for line in export_qrels_trec(seeded, run=run.run):
+        qid, _, doc, grade = line.split()
+        qrels.setdefault(qid, {})[doc] = int(float(grade))
+    files: dict[str, dict[str, dict[str, float]]] = {}
+    stored = {(r["retriever"], r["question"].id): dict(zip((d.id for d in r["ranked"]), r["scores"], strict=True))
+              for r in seeded.value("RETURN fn::seval::run_rankings(type::record($run), NONE)", {"run": run.run})}
+    for line in exported.lines:
+        qid, _, doc, _, score, tag = line.split()
+        files.setdefault(tag, {}).setdefault(qid, {})[doc] = float(score)
+        if scores == "raw":  # the retriever's own score, or one a 32-bit float's step or two below it
+            assert float(score) == pytest.approx(stored[(tag, qid)][doc], rel=1e-6, abs=1e-30)
+    pairs = [("precision", "P"), ("recall", "recall"), ("ndcg", "ndcg_cut"), ("map", "map_cut")]
+    measures = {f"{m}_{k}" for _, m in pairs for k in (1, 3, 5)} | {"recip_rank"}
+    checked = 0
+    for retriever in run.retrievers:
+        theirs = pytrec_eval.RelevanceEvaluator(qrels, measures).evaluate(files[retriever])
+        for row in (r for r in run.per_question if r.retriever == retriever):
+            got = theirs.get(row.question.split(":", 1)[1], {})  # a question the retriever ranked nothing for: 0
+            for ours, measure in pairs:
+                assert getattr(row, ours) == pytest.approx(got.get(f"{measure}_{row.k}", 0.0), abs=TOLERANCE), (
+                    retriever, row.question, ours, row.k)
+                checked += 1
+            if row.k == 5:  # recip_rank has no cutoff: the ranking holds the top 5
+                assert row.mrr == pytest.approx(got.get("recip_rank", 0.0), abs=TOLERANCE), (retriever, row.question)
+    assert checked == len(run.retrievers) * 9 * 3 * len(pairs)
+    # the twins tie in every retriever: each raw ranking of twins_question wrote z_twin a step below a_twin
+    assert exported.lowered >= (len(run.retrievers) if scores == "raw" else 0) and (scores == "raw") == (exported.lowered > 0)
+
+
+def test_export_run_says_how_many_raw_scores_it_lowered(tmp_path):
+    from surreal_eval import HarnessConfig, Settings, connect, import_harness
+
+    store = tmp_path / "store"
+    with connect(Settings(url=f"surrealkv://{store}")) as db:
+        import_harness(db, HarnessConfig(dimension=4))
+        seed_own(db)
+        twin_articles(db)
+        evaluate(db, ks=[3], retrievers=["bm25", "vector"])
+        from surreal_eval.runs.export import trec_run_file
+
+        lowered = trec_run_file(db, "latest", scores="raw").lowered
+    assert lowered >= 2  # z_twin, once per retriever
+    raw = runner.invoke(app, ["--url", f"surrealkv://{store}", "export", "run", "latest", "--scores", "raw", "-o", str(tmp_path / "raw.trec")])
+    assert raw.exit_code == 0, raw.output
+    assert f"lowered {lowered} tied raw scores to the next 32-bit float below the score above it" in raw.stderr
+    assert "breaks a tie by docid descending" in raw.stderr
+    rank = runner.invoke(app, ["--url", f"surrealkv://{store}", "export", "run", "latest", "-o", str(tmp_path / "rank.trec")])
+    assert rank.exit_code == 0 and "lowered" not in rank.stderr
+
+
+def test_raw_scores_are_lowered_only_where_trec_eval_would_rank_otherwise():
+    """trec_eval reads a score as a 32-bit float, sorts by it descending, then by docid descending."""
+    import numpy as np
+
+    from surreal_eval.runs.export import trec_scores
+
+    def below(x):
+        return float(np.nextafter(np.float32(x), np.float32(-np.inf)))
+
+    assert trec_scores(["b", "a"], [2.0, 2.0]) == [None, None]  # docid descending: trec_eval's order already
+    assert trec_scores(["a", "b"], [2.0, 2.0]) == [None, below(2.0)]
+    assert trec_scores(["a", "b", "c", "x"], [2.0, 2.0, 2.0, 1.0]) == [None, below(2.0), below(below(2.0)), None]
+    # a score tied with one just lowered is lowered below it in turn when its docid would put it first
+    assert trec_scores(["a", "b", "z"], [2.0, 2.0, below(2.0)]) == [None, below(2.0), below(below(2.0))]
+    assert trec_scores(["a", "b", "0"], [2.0, 2.0, below(2.0)]) == [None, below(2.0), None]  # "0" < "b": after it already
+    # two doubles one float apart are a tie to trec_eval
+    assert trec_scores(["a", "b"], [1.0, 1.0 - 1e-12]) == [None, below(1.0)]
+    assert trec_scores(["b", "a"], [1.0, 1.0 - 1e-12]) == [None, None]
+    assert trec_scores(["a", "b"], [1.0, 3.0]) == [None, below(1.0)]  # never above the score before it
+
+
 def test_jsonl_rankings_with_ids_or_with_scores_are_scored_alike(seeded, tmp_path):
     qs = seeded.value("SELECT id, relevant FROM seval_question ORDER BY id")
     bare = [{"question": q["id"].id, "ranked": [r.id for r in q["relevant"]]} for q in qs]

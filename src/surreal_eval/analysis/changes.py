@@ -33,14 +33,19 @@ SCORING_DEFAULTS = {"relevance_level": 1, "ignore_identical_ids": False, "judgme
 
 _PROVENANCE = ("harness", "git_commit", "trigger", "tuning")
 
+#: Recorded, but said by a note of its own where it matters: when the corpus's HNSW graph was built
+#: (analysis.rebuilt: only for a retriever that searches it; a BM25 run is the same on either graph).
+_NOTED = {"corpus": {"vector_built"}}
+
 
 def run_changes(a: RunReport, b: RunReport) -> list[Change]:
-    """Every recorded property that differs: params.* (params.chunking.size, ... on a chunk table), corpus.*, golden.*, retrievers, ks, harness, git commit, trigger."""
+    """Every recorded property that differs: params.* (params.chunking.size, ... on a chunk table), corpus.* (but
+    vector_built: analysis.rebuilt), golden.*, retrievers, ks, harness, git commit, trigger."""
     changes: list[Change] = []
 
     def diff(prefix: str, x: dict | None, y: dict | None) -> None:
         x, y = x or {}, y or {}
-        for key in sorted(set(x) | set(y)):
+        for key in sorted((set(x) | set(y)) - _NOTED.get(prefix, set())):
             if x.get(key) != y.get(key):
                 changes.append(Change(field=f"{prefix}.{key}", a=x.get(key), b=y.get(key)))
 

@@ -35,6 +35,7 @@ from .judged import judged_warnings
 from .multiple import holm
 from .sources import SourceDelta, question_sources, source_deltas
 from .overlap import Miss, Overlap, for_retrievers, for_runs
+from .rebuilt import rebuilt_index_notes
 
 __all__ = [
     "Change",
@@ -106,7 +107,8 @@ class Comparison(BaseModel):
     same_golden: bool
     warnings: list[str]
     changes: list[Change]
-    #: one line per parameter the runs differ in that cannot change a compared metric (analysis.inert)
+    #: one line per parameter the runs differ in that cannot change a compared metric (analysis.inert), and one when
+    #: a compared retriever's HNSW index was built again between the runs (analysis.rebuilt)
     notes: list[str] = []
     #: the labels of B's golden set that changed after run A and up to run B (`golden history`), oldest first
     label_changes: list[LabelChange] = []
@@ -339,6 +341,8 @@ def compare_runs(
     comparison.by_source = source_deltas(report_a, report_b, question_sources(db, report_b.run, max(report_b.ks)),
                                          [(r.retriever, r.metric) for r in comparison.rows])
     comparison.overlap, comparison.misses = for_runs(db, report_a, report_b, comparison.rows, retrievers)
+    compared = list(dict.fromkeys([r.retriever for r in comparison.rows] + [o.retriever for o in comparison.overlap]))
+    comparison.notes += rebuilt_index_notes(db, report_a, report_b, compared, comparison.overlap, comparison.changes)
     return comparison
 
 

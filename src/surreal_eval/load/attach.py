@@ -125,6 +125,7 @@ def attach_table(
 
     found: dict[str, str] = {}
     defining: list[str] = []
+    defined_roles: list[str] = []
     owned: list[tuple[str, str]] = []
     for role, pattern, flag in (("content", _FULLTEXT, "FULLTEXT"), ("embedding", _HNSW, "HNSW")):
         field = fields[role]
@@ -151,6 +152,7 @@ def attach_table(
             raise InputError(f"table {table} has no {flag} index on {field}: give --index to define a harness-owned "
                              f"one ({name}), or define your own and attach again")
         found[role] = name
+        defined_roles.append(role)
         defining.append(render(_INDEX_STATEMENTS[role], {"index": name, "table": table, "field": FieldPath(field),
                                                          "dimension": config.dimension, "analyzer": chosen}, source="attach"))
         owned.append(("index", f"{table}.{name}"))
@@ -159,8 +161,13 @@ def attach_table(
     row = {**fields, "attached": True, "bm25_index": found["content"], "vector_index": found.get("embedding"), "parents": parents}
     rows = [r for r in attached_tables(db) if r["table"] != table] + [{**row, "table": table}]
     script = attached_script(sorted(rows, key=lambda r: r["table"]), config)
-    apply(db, "\n".join(defining) + "\nUPSERT type::record('seval_corpus', $table) CONTENT $row RETURN NONE;\n" + script,
-          {"table": table, "row": row})
+    # vector_built: when the harness built the table's HNSW graph (now, when it defines the index over rows; kept
+    # while the index stays the one it built), which a run records (fn::seval::corpus_fingerprint)
+    built = records > 0 and "embedding" in defined_roles
+    apply(db, "\n".join(defining) + "\nLET $before = type::record('seval_corpus', $table).*;\n"
+          "UPSERT type::record('seval_corpus', $table) CONTENT object::extend($row, { vector_built: IF $built { time::now() } "
+          "ELSE IF $before.vector_index = $row.vector_index { $before.vector_built } ELSE { NONE } }) RETURN NONE;\n" + script,
+          {"table": table, "row": row, "built": built})
     record_attached_script(db, script)
     if owned:
         record_owned(db, owned)

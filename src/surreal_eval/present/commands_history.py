@@ -22,9 +22,10 @@ def history(
     limit: Annotated[Optional[int], typer.Option(help="Show only the last N runs.")] = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Print the run trend: one line per finished run."""
+    """Print the run trend: one line per finished run, with the k of every figure (--json: each run's
+    `shown` lists them, {retriever, metric, k, value})."""
     from . import run_tables as display
-    from ..runs.history import history as read_history
+    from ..runs.history import history as read_history, shown
 
     if limit is not None:
         checked(lambda: check_number("limit", limit))
@@ -33,7 +34,8 @@ def history(
         checked(lambda: parse_metric(f"{metric}@1"))
     runs = with_db(lambda db: read_history(db, limit=limit))
     if as_json:
-        out.print_json(data=[r.model_dump(mode="json") for r in runs])
+        out.print_json(data=[{**r.model_dump(mode="json"), "shown": [f.model_dump() for f in shown(r, name, at)]}
+                             for r in runs])
         return
     display.show_history(out, runs, name, at)
 

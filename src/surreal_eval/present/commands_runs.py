@@ -248,17 +248,24 @@ def export_run(
     run: Annotated[str, typer.Argument(help="Run: seval_run:ID, ID, latest or previous (see `surreal-eval history`).")],
     fmt: Annotated[str, typer.Option("--format", help="Output format (trec).")] = "trec",
     retriever: Annotated[Optional[list[str]], typer.Option(help="Only these retrievers (default: all in the run).")] = None,
-    scores: Annotated[str, typer.Option(help="rank: strictly decreasing scores that keep this run's order; raw: the retrievers' own scores.")] = "rank",
+    scores: Annotated[str, typer.Option(help=(
+        "rank: strictly decreasing scores that keep this run's order; raw: the retrievers' own scores, a tied one "
+        "lowered to the next 32-bit float where trec_eval would break the tie the other way."))] = "rank",
     output: OutputOpt = None,
 ) -> None:
     """Write a run's rankings as a TREC run file: qid Q0 docid rank score tag (tag = retriever)."""
-    from ..runs.export import export_run_trec
+    from ..runs.export import trec_run_file
 
     if fmt != "trec":
         fail(ConfigError(f"unknown --format {fmt!r}: trec is supported"))
-    count = with_db(lambda db: _write_lines(export_run_trec(db, run, retrievers=retriever, scores=scores), output))
+    exported = with_db(lambda db: trec_run_file(db, run, retrievers=retriever, scores=scores))
+    count = checked(lambda: _write_lines(exported.lines, output))
     if output is not None:
         plain(err, f"wrote {count} lines to {output}")
+    if exported.lowered:
+        plain(err, f"lowered {exported.lowered} tied raw score{'s' if exported.lowered != 1 else ''} to the next 32-bit float "
+                   "below the score above it: trec_eval reads scores as 32-bit floats and breaks a tie by docid descending, "
+                   "so it would have ranked those records differently from this run, and scored it differently")
 
 
 @export_app.command("qrels")

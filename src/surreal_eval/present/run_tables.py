@@ -195,23 +195,37 @@ def _with_interval(row, metric: str) -> str:
 
 
 def show_history(console: Console, runs: list[RunSummary], metric: str, k: int | None) -> None:
-    """One line per run: when, label, questions, and `metric`@k per retriever."""
+    """One line per run: when, label, questions, and `metric`@k per retriever (k given, else each run's deepest k:
+    in the title when every run shares it, else in a column k beside the figures, so no two k read as one)."""
+    from ..runs.history import shown
+
     retrievers: list[str] = []
     for run in runs:
         retrievers += [r for r in run.retrievers if r not in retrievers]
-    table = Table(title=f"history: {metric}@{k or 'deepest k'} per retriever")
+    figures = [{f.retriever: f for f in shown(run, metric, k)} for run in runs]
+    depths = sorted({max(run.ks) for run in runs}) if k is None else [k]
+    by_row = len(depths) > 1
+    if by_row:
+        title = f"history: {metric} at each run's deepest k (column k) per retriever"
+    elif k is None:
+        title = f"history: {metric}@{depths[0] if depths else 'deepest k'} per retriever (each run's deepest k)"
+    else:
+        title = f"history: {metric}@{k} per retriever"
+    table = Table(title=title)
     for column in ("run", "tags", "time", "label", "questions"):
         table.add_column(column)
+    if by_row:
+        table.add_column("k", justify="right", no_wrap=True)
     for name in retrievers:
         table.add_column(name, justify="right")
-    for run in runs:
-        at = k or max(run.ks)
+    for run, row in zip(runs, figures, strict=True):
         table.add_row(
             _plain(run.run), _plain(", ".join(run.tags)), run.created_at.strftime("%Y-%m-%d %H:%M:%S"),
             _plain(run.label or "") + (escape(" [FORCED: tuned and reported on the same questions]")
                                        if run.tuning and run.tuning.get("forced") else ""),
             str(run.questions),
-            *(_fmt(run.mean(name, metric, at)) for name in retrievers),
+            *([str(max(run.ks))] if by_row else []),
+            *(_fmt(row[name].value if name in row else None) for name in retrievers),
         )
     console.print(table)
 

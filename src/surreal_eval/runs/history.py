@@ -1,12 +1,27 @@
-"""Read the history of evaluation runs."""
+"""Read the history of evaluation runs, and the one figure per retriever that `history` shows of each.
+
+    history(db, limit=)         finished runs, oldest first -> [RunSummary]
+    shown(run, metric, k=None)  metric@k per retriever of one run, each with its k -> [ShownFigure]
+"""
 
 from __future__ import annotations
+
+from pydantic import BaseModel
 
 from ..models import RunSummary
 from ..store.connection import Database, record_str
 from .record import run_fields
 
-__all__ = ["history"]
+__all__ = ["ShownFigure", "history", "shown"]
+
+
+class ShownFigure(BaseModel):
+    """One retriever's mean of `metric`@`k` in one run (None: the run did not measure it)."""
+
+    retriever: str
+    metric: str
+    k: int
+    value: float | None
 
 
 def history(db: Database, *, limit: int | None = None) -> list[RunSummary]:
@@ -16,3 +31,10 @@ def history(db: Database, *, limit: int | None = None) -> list[RunSummary]:
     for tag in db.value("RETURN fn::seval::tags()"):
         tags.setdefault(record_str(tag["run"]), []).append(tag["name"])
     return [RunSummary(**run_fields(row), tags=tags.get(record_str(row["id"]), [])) for row in reversed(rows)]
+
+
+def shown(run: RunSummary, metric: str, k: int | None = None) -> list[ShownFigure]:
+    """`metric`@`k` of each retriever of `run`, in report order; without `k`, at the run's deepest k (runs
+    measured at different depths give figures at different k: each figure names its own)."""
+    at = k if k is not None else max(run.ks)
+    return [ShownFigure(retriever=name, metric=metric, k=at, value=run.mean(name, metric, at)) for name in run.retrievers]

@@ -55,11 +55,12 @@ def remove_staging(db: Database, tables: Iterable[str] | None = None) -> None:
 
 
 def index_statements(table: str, dimension: int, analyzer: str = DEFAULT_ANALYZER) -> dict[str, str]:
-    """The statements of surql/corpus_indexes.surql for `table` (its BM25 index with `analyzer`), by index name."""
+    """The statements of surql/corpus_indexes.surql for `table` (its BM25 index with `analyzer`), by index name:
+    each index's DEFINE with the statements that follow it in the file (the HNSW index's: recording its build)."""
     text = "\n".join(line for line in corpus_template("corpus_indexes", table, dimension, analyzer).splitlines()
                      if not line.lstrip().startswith("--"))
-    statements = [s.strip() + ";" for s in re.split(r";\s*(?:\n|$)", text) if s.strip()]
-    return {re.search(r"DEFINE INDEX OVERWRITE (\w+) ON", s).group(1): s for s in statements}
+    parts = [p.strip() for p in re.split(r"^(?=DEFINE INDEX )", text, flags=re.MULTILINE) if p.strip()]
+    return {re.match(r"DEFINE INDEX OVERWRITE (\w+) ON", p).group(1): p for p in parts}
 
 
 def build_hnsw(db: Database, table: str, dimension: int) -> None:
