@@ -311,3 +311,14 @@ def test_score_takes_a_relevance_level_as_evaluate_does(seeded, tmp_path):
     assert back.params["relevance_level"] == 2
     assert means(back)[("hybrid", 3)] == pytest.approx(means(run)[("hybrid", 3)], abs=TOLERANCE)
     assert "--relevance-level" in runner.invoke(app, ["score", "--help"]).output
+
+
+def test_a_trec_run_file_is_ordered_as_trec_eval_reads_it_scores_as_32_bit_floats(tmp_path):
+    """Scores that differ only past a C float's precision tie in trec_eval, which then ranks the higher docid
+    first: `score` reads the file in the same order (hand-worked: 0.1000000002 and 0.1000000001 are one float)."""
+    from surreal_eval.load.run_files import read_run_file
+
+    run = tmp_path / "run.trec"
+    run.write_text("q1 Q0 a 1 0.1000000002 mine\nq1 Q0 b 2 0.1000000001 mine\nq1 Q0 c 3 0.5 mine\n", encoding="utf-8")
+    _, rankings = read_run_file(run)
+    assert rankings[0].ids == ["c", "b", "a"]

@@ -88,6 +88,14 @@ def _trec(path: Path) -> Iterator[tuple[int, str, str, str, float]]:
             raise InputError(f"not UTF-8 text ({error.reason})", source=str(path)) from None
 
 
+def _as_float32(score: float) -> float:
+    """The score as trec_eval holds it: read into a C float (TEXT_RESULTS.sim), so scores that differ only
+    past 32-bit precision tie there, and the tie goes to the higher docid."""
+    import struct
+
+    return struct.unpack("f", struct.pack("f", score))[0]
+
+
 def _read_trec(path: Path) -> list[Ranked]:
     rankings: dict[tuple[str, str], Ranked] = {}
     for line, tag, qid, doc, score in _trec(path):
@@ -97,8 +105,8 @@ def _read_trec(path: Path) -> list[Ranked]:
         ranked.ids.append(doc)
         ranked.scores.append(score)
         ranked.lines.append(line)
-    for ranked in rankings.values():  # trec_eval's order: score descending, ties by docid descending
-        order = sorted(range(len(ranked.ids)), key=lambda i: (ranked.scores[i], ranked.ids[i]), reverse=True)
+    for ranked in rankings.values():  # trec_eval's order: score descending as a 32-bit float, ties by docid descending
+        order = sorted(range(len(ranked.ids)), key=lambda i: (_as_float32(ranked.scores[i]), ranked.ids[i]), reverse=True)
         ranked.ids = [ranked.ids[i] for i in order]
         ranked.scores = [ranked.scores[i] for i in order]
         ranked.lines = [ranked.lines[i] for i in order]
