@@ -188,3 +188,63 @@ def test_cli_debug_shows_the_traceback():
 def test_commands_on_a_database_without_the_harness_say_run_init(tmp_path, args):
     line = one_line_error(runner.invoke(app, ["--url", f"surrealkv://{tmp_path / 'empty'}", *args]), 2)
     assert "has no surreal-eval harness" in line and "surreal-eval init" in line
+
+
+def _files(tmp_path, kind: str, key: str) -> tuple[list[str], str]:
+    """The command that loads a file of kind `kind` whose second record's id is `key` (with no space in TREC's
+    whitespace-separated qrels), and the file:line it is on."""
+    doc = {"id": "fine_doc", "title": "t", "content": "parcel", "embedding": [0, 0, 1, 0]}
+    good = {"id": "good", "text": "parcel", "embedding": [0, 0, 1, 0], "relevant": ["track_order"]}
+    if kind == "corpus jsonl":
+        path = tmp_path / "docs.jsonl"
+        path.write_text(json.dumps(doc) + "\n" + json.dumps({**doc, "id": key}) + "\n")
+        return ["load", "corpus", str(path)], f"{path}:2"
+    if kind == "golden jsonl":
+        path = tmp_path / "golden.jsonl"
+        path.write_text(json.dumps(good) + "\n" + json.dumps({**good, "id": key}) + "\n")
+        return ["load", "golden", str(path)], f"{path}:2"
+    if kind == "golden csv":
+        path = tmp_path / "golden.csv"
+        path.write_text("id,text,relevant,embedding\n" + "".join(
+            f"{i},parcel,track_order,\"[0, 0, 1, 0]\"\n" for i in ("good", key)))
+        return ["load", "golden", str(path)], f"{path}:3"
+    if kind == "golden trec":
+        (tmp_path / "queries.tsv").write_text(f"good\tparcel\n{key}\twhere\n")
+        (tmp_path / "embeddings").mkdir()
+        (tmp_path / "embeddings" / "queries.jsonl").write_text(
+            "".join(json.dumps({"_id": i, "embedding": [0, 0, 1, 0]}) + "\n" for i in ("good", key)))
+        (tmp_path / "qrels.txt").write_text(f"good 0 track_order 1\n{key} 0 track_order 1\n")
+        return ["load", "golden", str(tmp_path / "qrels.txt"), "--queries", str(tmp_path / "queries.tsv")], f"{tmp_path / 'queries.tsv'}:2"
+    if kind == "beir":
+        folder = tmp_path / "beir"
+        (folder / "qrels").mkdir(parents=True)
+        (folder / "corpus.jsonl").write_text(json.dumps({"_id": "d1", "title": "t", "text": "parcel", "embedding": [0, 0, 1, 0]}) + "\n")
+        (folder / "queries.jsonl").write_text("".join(json.dumps({"_id": i, "text": "parcel", "embedding": [0, 0, 1, 0]}) + "\n"
+                                                      for i in ("good", key)))
+        (folder / "qrels" / "test.tsv").write_text(f"query-id\tcorpus-id\tscore\ngood\td1\t1\n{key}\td1\t1\n")
+        return ["load", "beir", str(folder)], f"{folder / 'queries.jsonl'}:2"
+    path = tmp_path / "failures.jsonl"  # golden promote: a production failure named by its own id
+    path.write_text(json.dumps({"query": "parcel", "answer": "track_order", "id": key}) + "\n")
+    return ["golden", "promote", str(path)], f"{path}:1"
+
+
+@pytest.mark.parametrize("key", ["⟨x⟩", "`x y`", "``"])
+@pytest.mark.parametrize("kind", ["corpus jsonl", "golden jsonl", "golden csv", "golden trec", "beir", "promote"])
+def test_an_id_written_whole_in_surrealdb_quoting_is_refused_naming_file_line_and_id(store, tmp_path, kind, key):
+    """`⟨x⟩` or a backticked key would load, but every command reads it as the key inside (store/record_ids.py),
+    so the record could never be named: the load refuses it, one line naming file:line and the id."""
+    key = key.replace(" ", "") if kind == "golden trec" else key
+    args, where = _files(tmp_path, kind, key)
+    before = snapshot_of(store)
+    line = one_line_error(cli(store, *args), 2)
+    assert line.startswith(f"error: {where}: ") and f"(id {key!r})" in line
+    assert "written whole in SurrealDB's quoting" in line
+    assert snapshot_of(store) == before
+
+
+def test_quoting_inside_an_id_is_an_ordinary_id(seeded):
+    from surreal_eval import diagnose
+
+    add_questions(seeded, [q("a⟨x⟩"), q("`b` c"), q("seval_question:⟨y⟩")])
+    for key in ("a⟨x⟩", "`b` c"):
+        assert diagnose(seeded, f"seval_question:{key}", k=1).question == f"seval_question:{key}"

@@ -45,6 +45,7 @@ from surreal_eval import (
 from surreal_eval.present.cli import app
 from surreal_eval.store.connection import record_str
 from surreal_eval.errors import InputError, Rejected
+from surreal_eval.grammar import quoted_key
 from surreal_eval.runs.export import export_run_trec
 from surreal_eval.store.schema import RESERVED_WORDS
 from surreal_eval.load.bulk import load_beir, load_corpus, load_golden
@@ -96,11 +97,14 @@ short_text = st.one_of(
 
 
 def _not_seed(s: str) -> bool:
-    """Not a key of the seed data, and not a key written whole in SurrealDB's quoting (`⟨x⟩`, a backticked
-    key): the harness reads such text as the quoted key inside (store/record_ids.py), as SurrealDB prints it."""
-    from surreal_eval.store.record_ids import _QUOTED_KEY
+    """Not a key of the seed data. A key written whole in SurrealDB's quoting (`⟨x⟩`, a backticked key) is
+    drawn too: a load refuses it (grammar.RecordKey), since every command would read it as the key inside."""
+    return bool(s) and s not in SEED_ARTICLES and s not in SEED_QUESTIONS
 
-    return bool(s) and s not in SEED_ARTICLES and s not in SEED_QUESTIONS and not _QUOTED_KEY.fullmatch(s)
+
+def quoted(ids) -> bool:
+    """Whether one of `ids` is written whole in SurrealDB's quoting: the load is refused (bad row "quoted_id")."""
+    return any(quoted_key(i) is not None for i in ids)
 
 
 def _repeat(piece: str, size: int) -> str:
@@ -113,6 +117,8 @@ hostile = st.integers(0, 7).flatmap(lambda n: long_text if n == 0 else short_tex
 long_id = st.builds(_repeat, fragment.filter(bool), st.integers(200, 2_000))
 hostile_id = st.integers(0, 9).flatmap(lambda n: long_id if n == 0 else short_text.filter(bool)).filter(
     _not_seed)
+#: a hostile id a load accepts (not written whole in SurrealDB's quoting)
+loadable_id = hostile_id.filter(lambda s: quoted_key(s) is None)
 number = st.floats(-1, 1, allow_nan=False)
 #: a usable embedding: some direction (a zero or underflowing length is a bad row of its own)
 vector = st.lists(number, min_size=DIMENSION, max_size=DIMENSION).filter(lambda v: sum(x * x for x in v) > 0)
@@ -269,6 +275,7 @@ def jsonl_documents(draw) -> Case:
     bad = draw(rare(DOCUMENT_BAD))
     if bad:
         insert_at(draw, lines, bad_document(draw, bad, docs))
+    bad = bad or ("quoted_id" if quoted(docs) else None)
     return Case({"docs.jsonl": jsonl_bytes(lines, draw(st.booleans()))}, bad, DOCS, documents=docs)
 
 
@@ -301,6 +308,7 @@ def csv_documents(draw) -> Case:
         data += csv_bytes(["x"], [cells]).split(b"\r\n", 1)[1]  # the row without the header
     elif bad == "header":
         data = csv_bytes(order + [draw(st.sampled_from(["", "id", "  "]))], [r + ["x"] for r in rows])
+    bad = bad or ("quoted_id" if quoted(docs) else None)
     return Case({"docs.csv": data}, bad, DOCS, documents=docs)
 
 
@@ -398,7 +406,7 @@ def jsonl_questions(draw) -> Case:
     bad = draw(rare(QUESTION_BAD))
     if bad:
         insert_at(draw, lines, bad_question(draw, bad, questions))
-    bad = bad or ("blank_text" if blank_text(questions) else None)
+    bad = bad or ("quoted_id" if quoted(questions) else None) or ("blank_text" if blank_text(questions) else None)
     return Case({"golden.jsonl": jsonl_bytes(lines, draw(st.booleans()))}, bad, QUESTIONS, questions=questions)
 
 
@@ -441,7 +449,7 @@ def csv_questions(draw) -> Case:
     elif bad == "extra_column":
         name = draw(short_text.filter(lambda s: s.strip() and s.strip().lstrip("\ufeff") not in columns))
         data = csv_bytes(order + [name], [r + [draw(short_text.filter(bool))] for r in rows])
-    bad = bad or ("blank_text" if blank_text(questions) else None)
+    bad = bad or ("quoted_id" if quoted(questions) else None) or ("blank_text" if blank_text(questions) else None)
     return Case({"golden.csv": data}, bad, QUESTIONS, questions=questions)
 
 
@@ -510,7 +518,7 @@ def beir_folders(draw) -> Case:
         order = draw(st.permutations(list(docs)))
         files["beir/embeddings/corpus.jsonl"] = jsonl_bytes([{"_id": i, "embedding": docs[i]["embedding"]} for i in order])
     made = {qid: {**q, "split": "test"} for qid, q in judged(queries, qrels).items()}  # --split, default test
-    bad = bad or ("blank_text" if blank_text(made) else None)
+    bad = bad or ("quoted_id" if quoted([*docs, *made]) else None) or ("blank_text" if blank_text(made) else None)
     return Case(files, bad, DOCS | QUESTIONS, documents=docs, questions=made)
 
 
@@ -558,7 +566,7 @@ def trec_files(draw) -> Case:
     if sidecar:
         files[f"embeddings/{Path(name).stem}.jsonl"] = jsonl_bytes([{"_id": i, "embedding": q["embedding"]} for i, q in queries.items()])
     made = judged(queries, qrels)
-    bad = bad or ("blank_text" if blank_text(made) else None)
+    bad = bad or ("quoted_id" if quoted(made) else None) or ("blank_text" if blank_text(made) else None)
     return Case(files, bad, QUESTIONS, questions=made)
 
 
@@ -762,6 +770,17 @@ FOUND_PREFIXED_DOCUMENT_ID = Case(
      "beir/qrels/test.tsv": b"query-id\tcorpus-id\tscore\nq\tseval_article:x\t1\n"},
     None, DOCS | QUESTIONS, documents={"seval_article:x": {**_document(), "title": ""}},
     questions={"q": _question_fields(["seval_article:x"], grades=[1.0], split="test")})
+#: ids written whole in SurrealDB's quoting loaded, and no command could name them afterwards (read as the key inside)
+QUOTED_DOCUMENT_ID = Case({"docs.jsonl": jsonl_bytes([{"id": "fine", "content": "x", "embedding": V},
+                                                      {"id": "⟨x⟩", "content": "y", "embedding": V}])},
+                          "quoted_id", DOCS, documents={"fine": _document(), "⟨x⟩": _document("y")})
+QUOTED_QUESTION_ID = Case({"golden.jsonl": jsonl_bytes([{"id": "`a b`", "text": "t", "embedding": V, "relevant": ["track_order"]}])},
+                          "quoted_id", QUESTIONS)
+QUOTED_QUERY_ID = Case(
+    {"beir/corpus.jsonl": jsonl_bytes([{"_id": "d", "text": "x", "embedding": V}]),
+     "beir/queries.jsonl": jsonl_bytes([{"_id": "``", "text": "t", "embedding": V}]),
+     "beir/qrels/test.tsv": b"query-id\tcorpus-id\tscore\n``\td\t1\n"},
+    "quoted_id", DOCS | QUESTIONS)
 #: a BEIR query with an empty id was a pydantic ValidationError traceback
 FOUND_EMPTY_QUERY_ID = Case(
     {"beir/corpus.jsonl": jsonl_bytes([{"_id": "d", "text": "x", "embedding": V}]),
@@ -780,6 +799,7 @@ FOUND_TSV_QUERIES_NOT_UTF8 = Case(
 @FUZZ
 @given(case=jsonl_documents(), table=st.sampled_from(["seval_article", "seval_docs"]))
 @example(case=FOUND_DUPLICATE_WITH_LINE_BREAKS, table="seval_article")
+@example(case=QUOTED_DOCUMENT_ID, table="seval_docs")
 def test_jsonl_documents_load_verbatim_or_not_at_all(templates, case, table):
     with example_dir(case.files) as root:
         with closing(fresh_db()) as db:
@@ -799,6 +819,7 @@ def test_csv_documents_load_verbatim_or_not_at_all(templates, case, table):
 @FUZZ
 @given(case=jsonl_questions())
 @example(case=FOUND_BLANK_QUOTE)
+@example(case=QUOTED_QUESTION_ID)
 def test_jsonl_questions_load_verbatim_or_not_at_all(templates, case):
     with example_dir(case.files) as root:
         with closing(seeded_db()) as db:
@@ -819,6 +840,7 @@ def test_csv_questions_load_verbatim_or_not_at_all(templates, case):
 @given(case=beir_folders())
 @example(case=FOUND_PREFIXED_DOCUMENT_ID)
 @example(case=FOUND_EMPTY_QUERY_ID)
+@example(case=QUOTED_QUERY_ID)
 def test_beir_folder_loads_verbatim_or_not_at_all(templates, case):
     with example_dir(case.files) as root:
         with closing(fresh_db()) as db:
@@ -843,7 +865,7 @@ def test_trec_qrels_with_queries_load_verbatim_or_not_at_all(templates, case):
 
 
 @FUZZ
-@given(questions=question_rows(max_size=3, texts=hostile.filter(lambda s: s.strip() != "")).filter(lambda qs: not blank_text(qs)),
+@given(questions=question_rows(ids=loadable_id, max_size=3, texts=hostile.filter(lambda s: s.strip() != "")).filter(lambda qs: not blank_text(qs)),
        run_label=st.none() | short_text)
 @example(questions={"[/bold]": _question_fields(["track_order"], text="[link=x]where")}, run_label="[bold]")  # rich MarkupError
 @example(questions={"\x1b[2J" * 3: _question_fields(["account_locked"], text="x")}, run_label=None)  # echo stripped ANSI codes
@@ -1030,7 +1052,7 @@ def test_any_bytes_in_any_file_load_or_are_refused_in_one_line(name, data):
 
 
 @FUZZ
-@given(ident=hostile_id)
+@given(ident=loadable_id)
 @example(ident="with space")  # a record shown in backticks did not match: QueryFailed, exit 1, not Rejected
 def test_a_schema_refusal_of_any_id_is_rejected_in_one_line(ident):
     """A row only the schema refuses (an ASSERT added here) is Rejected (exit 2) naming the record, nothing written."""

@@ -7,12 +7,14 @@ import re
 from collections.abc import Sequence
 from importlib import resources
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Annotated, Any, NamedTuple
+
+from pydantic import AfterValidator, Field
 
 from .errors import ConfigError
 
-__all__ = ["DEFAULT_KS", "LIMITS", "METRICS", "MetricSpec", "check_number", "check_params", "file_metrics", "parse_ks", "parse_metric",
-           "parse_retrievers", "surql_dir"]
+__all__ = ["DEFAULT_KS", "LIMITS", "METRICS", "QUOTED_KEY", "MetricSpec", "RecordKey", "check_number", "check_params", "file_metrics",
+           "parse_ks", "parse_metric", "parse_retrievers", "quoted_key", "surql_dir"]
 
 _METRIC_FUNCTION = re.compile(r"^DEFINE FUNCTION (?:OVERWRITE )?fn::seval::metric_([A-Za-z0-9_]+)\(", re.MULTILINE)
 
@@ -163,3 +165,30 @@ def parse_weights(text: str) -> list[float]:
     if len(weights) != 2 or sum(weights) == 0:
         raise ConfigError(f"--weights must be two non-negative numbers, not both 0 (BM25,vector), got {text!r}")
     return weights
+
+
+#: A record key in angle brackets or backticks, as SurrealDB writes a key that is not a plain word (a backslash
+#: escapes in backticks): `store.record_ids` reads `⟨x⟩` or `` `x` `` as the key x.
+QUOTED_KEY = re.compile(r"⟨(?P<angle>[^⟩]*)⟩|`(?P<tick>(?:[^`\\]|\\.)*)`", re.S)
+
+
+def quoted_key(text: str) -> str | None:
+    """The key inside `text` when it is written whole in SurrealDB's quoting (`⟨x⟩`, `` `x` ``), else None."""
+    quoted = QUOTED_KEY.fullmatch(text)
+    if quoted is None:
+        return None
+    return quoted["angle"] if quoted["angle"] is not None else re.sub(r"\\(.)", r"\1", quoted["tick"])
+
+
+def _unquoted(key: str) -> str:
+    inside = quoted_key(key)
+    if inside is not None:
+        raise ValueError(f"written whole in SurrealDB's quoting (⟨⟩ or backticks), which is read as the key inside "
+                         f"({inside!r}) wherever a record is named, so this one could never be named: write the key "
+                         "without the quoting")
+    return key
+
+
+#: The key of a record the harness creates from a file (a document, a question): not empty, and not written
+#: whole in SurrealDB's quoting, which every command would read as the key inside.
+RecordKey = Annotated[str, Field(min_length=1), AfterValidator(_unquoted)]

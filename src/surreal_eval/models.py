@@ -8,6 +8,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, SerializationInfo, SerializerFunctionWrapHandler, field_validator, model_serializer, model_validator
 
+from .grammar import RecordKey
+
 __all__ = [
     "MAX_NESTING",
     "Article",
@@ -114,7 +116,7 @@ class _Row(BaseModel):
 class Article(_Row):
     """One corpus document."""
 
-    id: str = Field(min_length=1)
+    id: RecordKey
     title: str = ""
     content: str = ""
     embedding: list[float] | None = None  # None: from a sidecar file or an embedder, checked at ingest
@@ -155,7 +157,7 @@ class Question(_Row):
     its document that contain the phrase. Every passage's document must also be in `relevant`.
     """
 
-    id: str = Field(min_length=1)
+    id: RecordKey
     text: str
     embedding: list[float] | None = None  # None: from a sidecar file or an embedder, checked at ingest
     relevant: list[str] = []  # none: a question not judged yet (load golden --allow-unlabelled)

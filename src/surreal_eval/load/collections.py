@@ -148,11 +148,12 @@ class QuestionStream(Iterable[Question]):
                 self.skipped += 1
                 continue
             self.labels += len(judged)
-            question = Question(id=query.id, text=query.text, embedding=query.embedding,
-                                relevant=[_label(doc) for doc in judged], grades=list(judged.values()), split=self.split,
-                                nonrelevant=[_label(doc) for doc in self.qrels.nonrelevant.get(query.id, [])] or None)
-            question._origin = query._origin
-            yield question
+            source, line = query._origin or (str(self.queries), 0)
+            yield validate_row(Question, {  # a key the harness could never name again is refused here (RecordKey)
+                "id": query.id, "text": query.text, "embedding": query.embedding, "relevant": [_label(doc) for doc in judged],
+                "grades": list(judged.values()), "split": self.split,
+                "nonrelevant": [_label(doc) for doc in self.qrels.nonrelevant.get(query.id, [])] or None,
+            }, {"id": query.id}, Path(source), line)
         unknown = sorted(self.qrels.judged - seen)
         if unknown:
             raise InputError(f"judgments for queries that {self.queries.name} lacks: {_listing(unknown)}", source=self.qrels.source)

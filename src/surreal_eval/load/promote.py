@@ -19,6 +19,7 @@ from typing import Any, Optional
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator
 
 from ..errors import ConfigError, InputError, NotFound
+from ..grammar import RecordKey
 from ..models import Question
 from ..store.connection import Database, RecordID, record_str, to_record
 from ..store.golden import OWN_GOLDEN, golden_rows, golden_set
@@ -39,7 +40,7 @@ class ProductionFailure(BaseModel):
 
     query: str = Field(min_length=1)
     answer: list[str] = Field(min_length=1)
-    id: Optional[str] = Field(default=None, min_length=1)
+    id: Optional[RecordKey] = None  # not written whole in SurrealDB's quoting (grammar.RecordKey)
     note: Optional[str] = None
     time: Optional[datetime] = None
     embedding: Optional[list[float]] = None

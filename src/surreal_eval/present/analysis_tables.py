@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from rich.console import Console
 from rich.markup import escape
-from rich.table import Table
 
 from ..analysis.compare import Comparison, PairedDelta, RetrieverComparison
 from ..analysis.gate import GateResult
@@ -13,6 +12,7 @@ from ..analysis.groups import ManyComparison
 from ..analysis.slices import Slice
 from ..stats import format_p
 from ..analysis.sources import REFERENCE
+from .fit_tables import Column, print_table
 from .source_tables import show_delta_headline, show_source_deltas
 
 __all__ = ["show_comparison", "show_gate", "show_many", "show_retriever_comparison", "show_slices"]
@@ -38,19 +38,21 @@ def _warnings(console: Console, warnings: list[str]) -> None:
         console.print(f"[{style}]{escape(warning)}[/{style}]")
 
 
-def _delta_table(title: str, first: str, rows: list[tuple[str, PairedDelta]], a: str, b: str) -> Table:
-    table = Table(title=title)
-    for column in (first, "metric", a, b, "difference [95% CI]", "p", "p Holm", "fixed", "broken"):
-        table.add_column(column, justify="left" if column in (first, "metric") else "right")
+def _delta_table(console: Console, title: str, first: str, rows: list[tuple[str, PairedDelta]], a: str, b: str) -> None:
+    """The paired differences, one row per retriever (or pair) and metric, fitted to the console (fit_tables)."""
+    columns = [Column(escape(first), key=True), Column("metric", key=True), Column(escape(a), "right"), Column(escape(b), "right"),
+               Column("difference [95% CI]", "right", stack=True),
+               *(Column(name, "right") for name in ("p", "p Holm", "fixed", "broken"))]
+    cells = []
     for name, row in rows:
         p = format_p(row.p_value) + ("" if row.exact else "~")
-        table.add_row(
-            name, row.metric, f"{row.mean_a:.3f}", f"{row.mean_b:.3f}",
+        cells.append([
+            escape(name), row.metric, f"{row.mean_a:.3f}", f"{row.mean_b:.3f}",
             f"{row.difference:+.3f} [{row.low:+.3f}, {row.high:+.3f}]" + (" tied" if row.tied else ""), p,
             "-" if row.p_adjusted is None else format_p(row.p_adjusted),
             str(len(row.fixed)) if row.fixed else "-", str(len(row.broken)) if row.broken else "-",
-        )
-    return table
+        ])
+    print_table(console, columns, cells, title=title)
 
 
 def _changed_questions(console: Console, rows: list[tuple[str, PairedDelta]]) -> None:
@@ -73,15 +75,13 @@ def _share(value: float | None) -> str:
 def _overlap(console: Console, overlap: list[Overlap], misses: list[Miss], a: str = "A", b: str = "B") -> None:
     """The overlap table, the questions that moved most, and the unjudged new documents of broken questions."""
     if overlap:
-        table = Table(title=f"how far {b}'s top k moved from {a}'s (no judgment needed)",
-                      caption=f"overlap: Jaccard of the top-k ids; RBO: rank-biased overlap (p {overlap[0].p:g}); "
-                              "unjudged: share of the top k nobody judged")
-        for column in ("retriever", "k", "questions", "overlap", "RBO", f"unjudged {a}", f"unjudged {b}"):
-            table.add_column(column, justify="left" if column == "retriever" else "right")
-        for row in overlap:
-            table.add_row(escape(row.retriever), str(row.k), str(row.n), f"{row.jaccard:.3f}", f"{row.rbo:.3f}",
-                          _share(row.unjudged_a), _share(row.unjudged_b))
-        console.print(table)
+        print_table(console, [Column("retriever", key=True), Column("k", "right", key=True),
+                              *(Column(escape(c), "right") for c in ("questions", "overlap", "RBO", f"unjudged {a}", f"unjudged {b}"))],
+                    [[escape(row.retriever), str(row.k), str(row.n), f"{row.jaccard:.3f}", f"{row.rbo:.3f}",
+                      _share(row.unjudged_a), _share(row.unjudged_b)] for row in overlap],
+                    title=f"how far {escape(b)}'s top k moved from {escape(a)}'s (no judgment needed)",
+                    caption=f"overlap: Jaccard of the top-k ids; RBO: rank-biased overlap (p {overlap[0].p:g}); "
+                            "unjudged: share of the top k nobody judged")
         for row in overlap:
             if row.k == max(r.k for r in overlap if r.retriever == row.retriever):
                 moved = sorted((q for q in row.questions if q.rbo < 1), key=lambda q: (q.rbo, q.question))[:5]
@@ -106,12 +106,9 @@ def show_comparison(console: Console, comparison: Comparison) -> None:
     )
     _warnings(console, c.warnings)
     if c.changes:
-        table = Table(title="what changed between the runs")
-        for column in ("recorded", "A", "B"):
-            table.add_column(column)
-        for change in c.changes:
-            table.add_row(escape(change.field), escape(repr(change.a)), escape(repr(change.b)))
-        console.print(table)
+        print_table(console, [Column("recorded", key=True), Column("A"), Column("B")],
+                    [[escape(change.field), escape(repr(change.a)), escape(repr(change.b))] for change in c.changes],
+                    title="what changed between the runs")
     else:
         console.print("nothing recorded differs between the runs (parameters, corpus, golden set, harness, commit)")
     for note in c.notes:
@@ -131,8 +128,8 @@ def show_comparison(console: Console, comparison: Comparison) -> None:
     rows = [(r.retriever, r) for r in c.rows]
     if rows or not c.overlap:
         show_delta_headline(console, c.by_source)
-        console.print(_delta_table("B - A per retriever and metric (p: paired randomization test; ~ sampled; "
-                                   "p Holm: adjusted over every row; tied: within the mean's resolution)", "retriever", rows, "A", "B"))
+        _delta_table(console, "B - A per retriever and metric (p: paired randomization test; ~ sampled; "
+                                   "p Holm: adjusted over every row; tied: within the mean's resolution)", "retriever", rows, "A", "B")
         show_source_deltas(console, c.by_source)
         _changed_questions(console, rows)
     else:
@@ -149,8 +146,8 @@ def show_retriever_comparison(console: Console, comparison: RetrieverComparison)
     _warnings(console, c.warnings)
     rows = [(f"{c.retriever_a}→{c.retriever_b}", r) for r in c.rows]
     if rows or not c.overlap:
-        console.print(_delta_table("B - A per metric (p: paired randomization test; ~ sampled; p Holm: adjusted over every row)",
-                                   "retrievers", rows, c.retriever_a, c.retriever_b))
+        _delta_table(console, "B - A per metric (p: paired randomization test; ~ sampled; p Holm: adjusted over every row)",
+                     "retrievers", rows, c.retriever_a, c.retriever_b)
         _changed_questions(console, rows)
     else:
         console.print("no question is judged: no metric to compare, only how far the rankings differ")
@@ -163,8 +160,7 @@ def show_many(console: Console, many: ManyComparison) -> None:
     console.print(f"{len(many.sides)} {many.kind}{f' of run {escape(many.run)}' if many.run else ''}: {escape(sides)}")
     _warnings(console, many.warnings)
     rows = [((f"{r.retriever} " if r.retriever else "") + f"{r.a}→{r.b}", r) for r in many.rows]
-    console.print(_delta_table(f"B - A for every pair (p Holm: adjusted over all {len(many.rows)} rows)",
-                               "pair", rows, "A", "B"))
+    _delta_table(console, f"B - A for every pair (p Holm: adjusted over all {len(many.rows)} rows)", "pair", rows, "A", "B")
     console.print(f"[bold]not separable[/bold] (every pair has Holm-adjusted p >= {many.alpha:g} or is tied; best mean first):")
     for group in many.groups:
         members = ", ".join(f"{m} {v:.3f}" for m, v in zip(group.members, group.means, strict=True))
@@ -187,17 +183,12 @@ def show_gate(console: Console, result: GateResult) -> None:
     _warnings(console, result.warnings)
     if result.source is None:  # the real figure first when the questions that decide mix sources
         show_delta_headline(console, result.by_source, result.metrics[0])
-    table = Table()
-    for column in ("retriever", "metric", "baseline", "candidate", "drop", "p", "p Holm", "n", "verdict"):
-        table.add_column(column, justify="left" if column in ("retriever", "metric", "verdict") else "right")
-    for check in result.checks:
-        verdict = "[green]pass[/green]" if check.passed else "[bold red]FAIL[/bold red]"
-        table.add_row(
-            check.retriever, check.metric, f"{check.baseline:.3f}", f"{check.candidate:.3f}",
-            f"{check.drop:+.3f}", format_p(check.p_value, result.alpha), format_p(check.p_adjusted, result.alpha),
-            str(check.n), verdict,
-        )
-    console.print(table)
+    print_table(console, [Column("retriever", key=True), Column("metric", key=True),
+                          *(Column(c, "right") for c in ("baseline", "candidate", "drop", "p", "p Holm", "n")), Column("verdict")],
+                [[escape(check.retriever), check.metric, f"{check.baseline:.3f}", f"{check.candidate:.3f}",
+                  f"{check.drop:+.3f}", format_p(check.p_value, result.alpha), format_p(check.p_adjusted, result.alpha),
+                  str(check.n), "[green]pass[/green]" if check.passed else "[bold red]FAIL[/bold red]"]
+                 for check in result.checks])
     for check in result.checks:
         if check.drop > result.max_drop or not check.passed:
             console.print(f"{escape(check.retriever)} {check.metric}: {escape(check.reason)}")
@@ -233,16 +224,14 @@ def show_slices(console: Console, rows: list[Slice]) -> None:
         if all(r.value is None for r in mine):
             console.print(f"{field}: not set on any question")
             continue
-        table = Table(title=f"{mine[0].metric} by {field} [95% bootstrap interval]")
-        table.add_column(field)
-        table.add_column("questions", justify="right")
-        for name in retrievers:
-            table.add_column(name, justify="right")
+        lines = []
         for value in dict.fromkeys(r.value for r in mine):
             cells = {r.retriever: r for r in mine if r.value == value}
             count = next(iter(cells.values())).questions
-            table.add_row(
+            lines.append([
                 escape("(not set)" if value is None else value), str(count),
                 *(f"{cells[n].mean:.3f} [{cells[n].low:.2f}, {cells[n].high:.2f}]" if n in cells else "-" for n in retrievers),
-            )
-        console.print(table)
+            ])
+        print_table(console, [Column(escape(field), key=True), Column("questions", "right"),
+                              *(Column(escape(n), "right", stack=True) for n in retrievers)],
+                    lines, title=f"{mine[0].metric} by {escape(field)} [95% bootstrap interval]")

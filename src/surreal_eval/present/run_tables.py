@@ -15,6 +15,7 @@ from ..models import Diagnosis, RunReport, RunSummary
 from ..store.migrate_prefix import MigrationReport
 from ..store.registry import Retriever
 from ..analysis.sources import SourceMean
+from .fit_tables import Column, print_table
 from .source_tables import mixed, show_headline
 
 __all__ = ["show_report", "show_rerank", "show_history", "show_registry", "show_diagnosis", "migration_lines"]
@@ -57,19 +58,16 @@ def show_report(console: Console, report: RunReport, *, per_question: bool = Fal
                       "number of distinct documents they belong to)", markup=False)
     show_headline(console, list(sources))
     over = f" over {mixed(list(sources))}" if sources else ""
-    table = Table(title=f"mean per retriever and k{over} [95% bootstrap interval over questions]")
-    table.add_column("retriever")
-    table.add_column("k", justify="right")
-    for metric in report.metrics:
-        table.add_column(metric, justify="right")
+    columns = [Column("retriever", key=True), Column("k", "right", key=True),
+               *(Column(metric, "right", stack=True) for metric in report.metrics)]
     chunks = any(row.documents is not None for row in report.results)  # a chunk table: k counts chunks
     if chunks:
-        table.add_column("documents in top k", justify="right")
-    for row in report.results:
-        table.add_row(row.retriever, str(row.k), *(_with_interval(row, m) for m in report.metrics),
-                      *([f"{row.documents:.1f}" if row.documents is not None else ""] if chunks else []))
+        columns.append(Column("documents in top k", "right"))
+    rows = [[_plain(row.retriever), str(row.k), *(_with_interval(row, m) for m in report.metrics),
+             *([f"{row.documents:.1f}" if row.documents is not None else ""] if chunks else [])]
+            for row in report.results]
     if report.results:
-        console.print(table)
+        print_table(console, columns, rows, title=f"mean per retriever and k{over} [95% bootstrap interval over questions]")
     else:
         console.print("no question is judged: no mean to show; `surreal-eval compare RUN --retriever A --retriever B` "
                       "shows how far two rankings differ", markup=False)
@@ -94,18 +92,15 @@ def show_report(console: Console, report: RunReport, *, per_question: bool = Fal
 
     if per_question and report.per_question:
         deepest = max(report.ks)
-        table = Table(title=f"per question: recall@{deepest} and the ranks of the labels (- = not in the top {deepest})")
-        table.add_column("question")
         cells: dict[str, dict[str, str]] = defaultdict(dict)
         for r in report.per_question:
             if r.k == deepest:
                 ranks = ",".join(str(r.ranked.index(x) + 1) if x in r.ranked else "-" for x in r.relevant)
                 cells[r.question][r.retriever] = f"{r.recall:.2f} [{ranks}]"
-        for name in report.retrievers:
-            table.add_column(name)
-        for question in sorted(cells):
-            table.add_row(_plain(question.split(":", 1)[-1]), *(cells[question].get(n, "") for n in report.retrievers))
-        console.print(table)
+        print_table(console, [Column("question", key=True), *(Column(_plain(n), stack=True) for n in report.retrievers)],
+                    [[_plain(question.split(":", 1)[-1]), *(cells[question].get(n, "") for n in report.retrievers)]
+                     for question in sorted(cells)],
+                    title=f"per question: recall@{deepest} and the ranks of the labels (- = not in the top {deepest})")
 
     if report.sweep:
         table = Table(title="floor sweep: the floored hybrid at each BM25 floor")
@@ -211,23 +206,19 @@ def show_history(console: Console, runs: list[RunSummary], metric: str, k: int |
         title = f"history: {metric}@{depths[0] if depths else 'deepest k'} per retriever (each run's deepest k)"
     else:
         title = f"history: {metric}@{k} per retriever"
-    table = Table(title=title)
-    for column in ("run", "tags", "time", "label", "questions"):
-        table.add_column(column)
-    if by_row:
-        table.add_column("k", justify="right", no_wrap=True)
-    for name in retrievers:
-        table.add_column(name, justify="right")
+    columns = [Column("run", key=True), Column("tags"), Column("time", stack=True), Column("label"), Column("questions"),
+               *([Column("k", "right", key=True)] if by_row else []), *(Column(_plain(name), "right") for name in retrievers)]
+    rows = []
     for run, row in zip(runs, figures, strict=True):
-        table.add_row(
+        rows.append([
             _plain(run.run), _plain(", ".join(run.tags)), run.created_at.strftime("%Y-%m-%d %H:%M:%S"),
             _plain(run.label or "") + (escape(" [FORCED: tuned and reported on the same questions]")
                                        if run.tuning and run.tuning.get("forced") else ""),
             str(run.questions),
             *([str(max(run.ks))] if by_row else []),
             *(_fmt(row[name].value if name in row else None) for name in retrievers),
-        )
-    console.print(table)
+        ])
+    print_table(console, columns, rows, title=title)
 
 
 def show_registry(console: Console, rows: list[Retriever]) -> None:

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from rich.console import Console
 from rich.markup import escape
-from rich.table import Table
 
 from ..analysis.sources import REFERENCE, SourceDelta, SourceMean
+from .fit_tables import Column, print_table
 
 __all__ = ["mean_cell", "delta_cell", "source_grid", "headline_lines", "delta_headline_lines", "mixed", "mixed_note",
            "show_headline", "show_delta_headline", "chosen_metric", "show_source_means", "show_source_deltas"]
@@ -106,13 +106,8 @@ def show_source_means(console: Console, rows: list[SourceMean]) -> None:
 
 def _print_grid(console: Console, title: str, sources: list[str], grid) -> None:
     """One row per retriever, one column per question source."""
-    table = Table(title=title)
-    table.add_column("retriever")
-    for source in sources:
-        table.add_column(escape(source), justify="right")
-    for retriever, _, cells in grid:
-        table.add_row(escape(retriever), *cells)
-    console.print(table)
+    print_table(console, [Column("retriever", key=True), *(Column(escape(source), "right", stack=True) for source in sources)],
+                [[escape(retriever), *cells] for retriever, _, cells in grid], title=title)
 
 
 def chosen_metric(rows: list[SourceDelta], metric: str | None = None) -> str:

@@ -15,6 +15,7 @@ from surrealdb import AsyncSurreal, DoneFrame, ErrorFrame, RecordID  # RecordID:
 from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_random_exponential
 from surrealdb.errors import (
     ConnectionUnavailableError,
+    InvalidUrlError,
     NotAllowedError,
     SurrealError,
     ThrownError,
@@ -32,9 +33,11 @@ from ..errors import (
     Rejected,
     StoreBusy,
 )
-from .statements import one_transaction, retryable
+from .local_store import entries, foreign_store, refuse_unusable_folder, undo_failed_open
 from .record_ids import record_str, to_record
 from .settings import Settings
+from .statements import one_transaction, retryable
+from .urls import ACCEPTED, check_url, store_folder
 
 __all__ = ["Database", "open_database", "record_str", "to_record"]
 
@@ -69,9 +72,13 @@ def translate(error: SurrealError, settings: Settings | None = None) -> Exceptio
             f"the store {settings.url if settings else ''} is open in another process; "
             "close that process, or use another --url (mem:// for a throwaway store)"
         )
-    if isinstance(error, UnsupportedEngineError):
-        return ConfigError(f"cannot use --url {settings.url if settings else ''!r}: {message}")
+    if isinstance(error, (UnsupportedEngineError, InvalidUrlError)):  # check_url refuses most first, saying why
+        return ConfigError(f"--url {settings.url if settings else ''!r}: {message} (accepted: {ACCEPTED})")
+    if (foreign := foreign_store(settings.url if settings else "", message)) is not None:
+        return foreign
     if isinstance(error, (ConnectionUnavailableError, TransportError)):
+        if "failed while opening the database" in message:
+            return ConnectionFailed(f"cannot open {where}: {message}")
         if "closed before a response" in message or "failed while" in message:  # it was reached, then went
             return ConnectionFailed(f"lost the connection to {where} mid-statement: {message}")
         return ConnectionFailed(f"cannot reach {where}: {message}")
@@ -150,7 +157,8 @@ class Database:
         self.live_runs: set[Any] = set()
         #: held while a run is started, so that two threads starting runs see each other's
         self.starting = threading.Lock()
-        self._wal = _wal_folder(settings.url)
+        folder = store_folder(settings.url)
+        self._wal = str(folder / "wal") if folder else None
         _OPEN.add(self)
 
     def flush_if_full(self) -> bool:
@@ -299,14 +307,6 @@ class Database:
         self.close()
 
 
-def _wal_folder(url: str) -> str | None:
-    """The write-ahead log folder of an embedded surrealkv store (None for any other engine)."""
-    scheme, _, rest = url.partition("://")
-    if scheme not in {"surrealkv", "surrealkv+versioned", "file"} or not rest:
-        return None
-    return os.path.join(rest.split("?", 1)[0], "wal")
-
-
 async def _sign_in(client: Any, settings: Settings) -> None:
     """Sign in as a system user (user/password) or through a record access (access, user/password)."""
     password = settings.password.get_secret_value() if settings.password else ""
@@ -365,8 +365,15 @@ async def _open_with_retries(settings: Settings) -> Any:
 
 def open_database(settings: Settings) -> Database:
     """Open the database that `settings` names, sign in if a user is given, and select ns/db
-    (`store.opening.connect` also puts right what a killed load left)."""
+    (`store.opening.connect` also puts right what a killed load left). A mistyped URL (store.urls), a
+    file or a folder of other files, and a store of another engine version (store.local_store) are
+    refused in one line (ConfigError); a failed open leaves the store's folder as it was."""
     log.debug("connecting to %s", settings.describe())
+    check_url(settings.url)
+    folder = store_folder(settings.url)
+    if folder is not None:
+        refuse_unusable_folder(settings.url, folder)
+    before = entries(folder) if folder is not None else None
     loop = _LoopThread()
     try:
         client = loop.run(_open_with_retries(settings))
@@ -375,6 +382,8 @@ def open_database(settings: Settings) -> Database:
         raise
     except SurrealError as error:
         loop.stop()
+        if folder is not None:  # put back what the failed open made in the folder (only that)
+            log.debug("removed after the failed open of %s: %s", folder, undo_failed_open(folder, before, str(error)))
         raise translate(error, settings) from error
     except BaseException:
         loop.stop()

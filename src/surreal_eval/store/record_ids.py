@@ -3,10 +3,11 @@ writes (a bare key, `table:key`, or the key in angle brackets or backticks as Su
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from surrealdb import RecordID
+
+from ..grammar import quoted_key
 
 __all__ = ["record_str", "to_record"]
 
@@ -18,10 +19,6 @@ def record_str(value: Any) -> str:
     return str(value)
 
 
-#: A record key in angle brackets or backticks, as SurrealDB writes a key that is not a plain word (a backslash escapes in backticks)
-_QUOTED_KEY = re.compile(r"⟨(?P<angle>[^⟩]*)⟩|`(?P<tick>(?:[^`\\]|\\.)*)`", re.S)
-
-
 def to_record(value: str | RecordID, table: str) -> RecordID:
     """`table:id` or a bare id as a RecordID of `table`; a prefix naming another table is kept as id text.
     A key written as SurrealDB and its SDK write one that is not a plain word (`documents:⟨1⟩`,
@@ -31,7 +28,5 @@ def to_record(value: str | RecordID, table: str) -> RecordID:
     prefix, sep, rest = value.partition(":")
     if sep and prefix == table:
         value = rest
-    quoted = _QUOTED_KEY.fullmatch(value)
-    if quoted:
-        value = quoted["angle"] if quoted["angle"] is not None else re.sub(r"\\(.)", r"\1", quoted["tick"])
-    return RecordID(table, value)
+    inside = quoted_key(value)
+    return RecordID(table, value if inside is None else inside)

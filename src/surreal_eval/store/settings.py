@@ -8,6 +8,7 @@ from typing import Mapping
 from pydantic import BaseModel, ConfigDict, SecretStr
 
 from .defaults import DEFAULT_URL
+from .urls import EMBEDDED_SCHEMES
 
 __all__ = ["Settings", "DEFAULT_URL", "ENV_PREFIX"]
 
@@ -41,8 +42,8 @@ class Settings(BaseModel):
 
     @property
     def is_embedded(self) -> bool:
-        """True for the in-process engines (mem://, surrealkv://, rocksdb://, file://)."""
-        return self.url.split("://", 1)[0] in {"mem", "memory", "surrealkv", "rocksdb", "file"}
+        """True for the in-process engines (mem://, surrealkv://, file://)."""
+        return self.url.split("://", 1)[0] in EMBEDDED_SCHEMES
 
     def describe(self) -> str:
         """Where this connects, for messages: the URL, namespace and database, never the password."""
