@@ -100,6 +100,18 @@ def test_diagnose_shows_labels_beside_each_retriever(tmp_path):
     assert result.exit_code == 2 and "no question question:nope" in result.stderr
 
 
+def test_diagnose_names_the_column_that_marks_relevance(tmp_path):
+    store = tmp_path / "store"
+    run("init", "--demo", store=store)
+    run("golden", "label", "money_back", "article:update_payment", "--not", store=store)
+    text = run("diagnose", "money_back", "--k", "4", "--retriever", "vector", store=store)
+    header = next(line for line in text.splitlines() if "rank" in line)
+    assert [cell.strip() for cell in header.strip("┃ ").split("┃")] == ["rank", "relevant", "id", "title", "score"]
+    marks = {line.split("│")[3].strip(): line.split("│")[2].strip() for line in text.splitlines() if line.startswith("│")}
+    # the demo labels refund_request relevant; update_payment was just judged not; return_item was never judged
+    assert marks["article:refund_request"] == "✔" and marks["article:update_payment"] == "" and marks["article:return_item"] == "?"
+
+
 def test_load_corpus_and_golden_from_jsonl(tmp_path):
     store = tmp_path / "store"
     run("init", "--dimension", "2", store=store)
