@@ -112,6 +112,29 @@ def test_diagnose_names_the_column_that_marks_relevance(tmp_path):
     assert marks["article:refund_request"] == "✔" and marks["article:update_payment"] == "" and marks["article:return_item"] == "?"
 
 
+def test_init_demo_on_a_store_of_other_embeddings_says_to_use_another_store(tmp_path):
+    store = tmp_path / "store"
+    corpus = tmp_path / "corpus.jsonl"
+    corpus.write_text(json.dumps({"id": "a", "title": "A", "content": "alpha", "embedding": [1, 0, 0]}))
+    run("load", "corpus", str(corpus), store=store)  # imports the harness with dimension 3, from the data
+    refused = runner.invoke(app, ["--url", f"surrealkv://{store}", "init", "--demo"])
+    assert refused.exit_code == 2
+    message = refused.stderr.strip()
+    assert message.startswith("error: the demo's articles and questions carry 4-d embeddings and this database holds 3-d ones")
+    assert "another database (--db demo) or store" in message and "nothing was changed" in message
+    assert "--dimension" not in message  # which cannot apply to the demo: its data is 4-d
+    assert run("init", store=store).startswith("the harness is up to date")  # as it was: dimension 3, no script changed
+
+
+def test_init_demo_refuses_another_dimension_before_changing_anything(tmp_path):
+    store = tmp_path / "store"
+    refused = runner.invoke(app, ["--url", f"surrealkv://{store}", "init", "--demo", "--dimension", "384"])
+    assert refused.exit_code == 2
+    assert refused.stderr.startswith("error: --dimension 384 cannot apply to the demo: the demo's articles and questions "
+                                     "carry 4-d embeddings; leave --dimension out")
+    assert run("init", store=store).startswith("imported analyzers")  # the refused one imported nothing
+
+
 def test_load_corpus_and_golden_from_jsonl(tmp_path):
     store = tmp_path / "store"
     run("init", "--dimension", "2", store=store)

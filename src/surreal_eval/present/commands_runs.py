@@ -53,7 +53,7 @@ def init(
 ) -> None:
     """Import the harness's SurrealQL into the database (again is harmless); undo a killed load."""
     from ..load.bulk import STALE_LOAD, recover_loads
-    from ..load.lesson import import_seed, refuse_a_readers_database
+    from ..load.lesson import import_seed, refuse_a_readers_database, refuse_another_dimension
     from ..store.schema import DEMO_DIMENSION, checked_config, harness_config, import_harness
 
     undone: list[str] = []
@@ -61,8 +61,9 @@ def init(
     def action(db: Database) -> list[str]:
         # (an embedded store was already put right when it opened)
         undone.extend(recover_loads(db, stale_after=None if db.settings.is_embedded else STALE_LOAD))
-        if demo_seed:  # before anything is imported: a reader's own database is left exactly as it was
+        if demo_seed:  # before anything is imported: a reader's own database, or one of other data, is left exactly as it was
             refuse_a_readers_database(db)
+            refuse_another_dimension(db, dimension)
         existing = harness_config(db)
         dim = dimension if dimension is not None else (
             DEMO_DIMENSION if demo_seed else existing.dimension if existing else 384)
