@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
-from ..errors import ConfigError, InputError, NotFound, Rejected
+from ..errors import ConfigError, InputError, NotFound, Rejected, on_interrupt
 from ..grammar import check_number, parse_ks, parse_weights
 
 if TYPE_CHECKING:
@@ -152,7 +152,8 @@ def evaluate(
         if as_json or no_record:
             return report, []
         try:  # the means per question source, real first with the gap beside, when the questions hold several
-            return report, run_source_means(db, report.run, f"recall@{5 if 5 in report.ks else max(report.ks)}")
+            with on_interrupt(_kept(report)):
+                return report, run_source_means(db, report.run, f"recall@{5 if 5 in report.ks else max(report.ks)}")
         except NotFound:  # no labelled question: no mean at all
             return report, []
 
@@ -160,11 +161,17 @@ def evaluate(
         report, sources = with_db(measured)
     finally:
         bar.close()
-    if as_json:
-        out.print_json(report.model_dump_json(exclude={"per_question"} if not per_question else None))
-        return
-    display.show_report(out, report, per_question=per_question, sources=sources)
-    show_source_means(out, sources)
+    with on_interrupt(_kept(report)):
+        if as_json:
+            out.print_json(report.model_dump_json(exclude={"per_question"} if not per_question else None))
+            return
+        display.show_report(out, report, per_question=per_question, sources=sources)
+        show_source_means(out, sources)
+
+
+def _kept(report) -> str:
+    """What an interruption after the evaluation finished leaves: the run recorded, or none (--no-record)."""
+    return f"run {report.run} was recorded (surreal-eval history)" if report.recorded else "no run was recorded (--no-record)"
 
 
 def _scoring(relevance_level: int | None, ignore_identical_ids: bool) -> dict:
