@@ -27,7 +27,6 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 __all__ = [
-    "on_interrupt",
     "SurrealEvalError",
     "ConfigError",
     "ConnectionFailed",
