@@ -112,3 +112,27 @@ def test_a_floor_and_full_only_result_formats_with_its_two_rows(measured):
     assert re.findall(r"^\| ([FHNCS]) \|", table, flags=re.MULTILINE) == ["F", "H"]
     assert "| H/F |" in table and "S/pytrec-eval" not in table
     assert "| H/F | Debian |" not in cost_floor.format_ratios([only], {}) and "| H/F | synthetic |" in cost_floor.format_ratios([only], {})
+
+
+def test_the_watch_benchmark_repeats_cisis_judged_questions_under_new_ids_with_their_judgments(tmp_path):
+    import json
+
+    import watch_scale
+
+    from .datasets import cisi
+
+    watch_scale.write_collection(cisi(), tmp_path / "c", 200)
+    queries = [json.loads(line) for line in (tmp_path / "c" / "queries.jsonl").read_text().splitlines()]
+    vectors = [json.loads(line) for line in (tmp_path / "c" / "embeddings" / "queries.jsonl").read_text().splitlines()]
+    qrels: dict[str, set] = {}
+    for line in (tmp_path / "c" / "qrels" / "test.tsv").read_text().splitlines()[1:]:
+        qid, doc, score = line.split("\t")
+        qrels.setdefault(qid, set()).add((doc, score))
+    ids = [q["_id"] for q in queries]
+    assert len(ids) == len(set(ids)) == 200 and [v["_id"] for v in vectors] == ids and set(qrels) == set(ids)
+    original = {q["_id"]: q for q in queries if "_copy" not in q["_id"]}
+    assert len(original) == 76  # CISI's judged queries, then their copies
+    for q, v in zip(queries, vectors):
+        first = q["_id"].split("_copy")[0]
+        assert q["text"] == original[first]["text"] and qrels[q["_id"]] == qrels[first]
+        assert v["embedding"] == vectors[ids.index(first)]["embedding"]

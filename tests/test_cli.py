@@ -134,6 +134,41 @@ def test_diagnose_shows_labels_beside_each_retriever(tmp_path):
     assert result.exit_code == 2 and "no question question:nope" in result.stderr
 
 
+def test_diagnose_names_the_column_that_marks_relevance(tmp_path):
+    store = tmp_path / "store"
+    run("init", "--demo", store=store)
+    run("golden", "label", "money_back", "article:update_payment", "--not", store=store)
+    text = run("diagnose", "money_back", "--k", "4", "--retriever", "vector", store=store)
+    header = next(line for line in text.splitlines() if "rank" in line)
+    assert [cell.strip() for cell in header.strip("┃ ").split("┃")] == ["rank", "relevant", "id", "title", "score"]
+    marks = {line.split("│")[3].strip(): line.split("│")[2].strip() for line in text.splitlines() if line.startswith("│")}
+    # the demo labels refund_request relevant; update_payment was just judged not; return_item was never judged
+    assert marks["article:refund_request"] == "✔" and marks["article:update_payment"] == "" and marks["article:return_item"] == "?"
+
+
+def test_init_demo_on_a_store_of_other_embeddings_says_to_use_another_store(tmp_path):
+    store = tmp_path / "store"
+    corpus = tmp_path / "corpus.jsonl"
+    corpus.write_text(json.dumps({"id": "a", "title": "A", "content": "alpha", "embedding": [1, 0, 0]}))
+    run("load", "corpus", str(corpus), store=store)  # imports the harness with dimension 3, from the data
+    refused = runner.invoke(app, ["--url", f"surrealkv://{store}", "init", "--demo"])
+    assert refused.exit_code == 2
+    message = refused.stderr.strip()
+    assert message.startswith("error: the demo's articles and questions carry 4-d embeddings and this database holds 3-d ones")
+    assert "another database (--db demo) or store" in message and "nothing was changed" in message
+    assert "--dimension" not in message  # which cannot apply to the demo: its data is 4-d
+    assert run("init", store=store).startswith("the harness is up to date")  # as it was: dimension 3, no script changed
+
+
+def test_init_demo_refuses_another_dimension_before_changing_anything(tmp_path):
+    store = tmp_path / "store"
+    refused = runner.invoke(app, ["--url", f"surrealkv://{store}", "init", "--demo", "--dimension", "384"])
+    assert refused.exit_code == 2
+    assert refused.stderr.startswith("error: --dimension 384 cannot apply to the demo: the demo's articles and questions "
+                                     "carry 4-d embeddings; leave --dimension out")
+    assert run("init", store=store).startswith("imported analyzers")  # the refused one imported nothing
+
+
 def test_load_corpus_and_golden_from_jsonl(tmp_path):
     store = tmp_path / "store"
     run("init", "--dimension", "2", store=store)

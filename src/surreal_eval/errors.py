@@ -15,10 +15,16 @@
     ├── EndpointFailed               a search endpoint or reranker failed or answered nonsense (exit 4)
     └── PermissionDenied             the signed-in user may not do this (an evaluator)  (exit 5)
 
-Exit 1 is kept for "the gate regressed"; no error exits 1.
+Exit 1 is kept for "the gate regressed"; no error exits 1. An interruption (Ctrl-C, KeyboardInterrupt)
+exits 130 with one line saying what the interrupted work kept and what it discarded: the notes that
+`on_interrupt` adds to the KeyboardInterrupt on its way out.
 """
 
 from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 
 __all__ = [
     "SurrealEvalError",
@@ -131,3 +137,21 @@ class EndpointFailed(SurrealEvalError, exit_code=4):
         super().__init__(message)
         self.endpoint = endpoint
         self.status = status
+
+
+@contextmanager
+def on_interrupt(note: str | Callable[[], str | None]) -> Iterator[None]:
+    """Add `note` (or what it returns: what the interrupted work kept and what it discarded, in a few words;
+    None adds nothing) to a KeyboardInterrupt raised inside. The CLI prints the notes as one line, the
+    outermost first (present/cli.py), so each work says only what it knows of itself."""
+    try:
+        yield
+    except KeyboardInterrupt as interrupt:
+        try:
+            said = note() if callable(note) else note
+        except Exception:  # noqa: BLE001 - a note that cannot be worked out is left out, never raised instead
+            logging.getLogger(__name__).debug("no note for the interruption", exc_info=True)
+            said = None
+        if said:
+            interrupt.add_note(one_line(said))
+        raise

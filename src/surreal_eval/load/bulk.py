@@ -42,7 +42,7 @@ from typing import Any
 from pydantic import BaseModel
 from surrealdb import RecordID
 
-from ..errors import ConfigError, SurrealEvalError
+from ..errors import ConfigError, SurrealEvalError, on_interrupt
 from ..models import Article, Question
 from ..store.analyzers import table_analyzer
 from ..store.connection import Database, record_str
@@ -162,20 +162,28 @@ def _run(load: Load, body: Callable[[], Any]) -> Any:
     """Run a load after putting right what an earlier one left unfinished; on any failure undo what
     it moved and remove its staging tables (the database is then as it was)."""
     recover_loads(load.db, stale_after=None if load.db.settings.is_embedded else STALE_LOAD)
-    try:
-        return body()
-    except BaseException:
+    with on_interrupt(load.interrupted):
         try:
-            recover_loads(load.db)
-        except Exception:  # the original error matters more than a failed clean-up
-            log.debug("could not undo the failed load", exc_info=True)
-        raise
+            return body()
+        except BaseException:
+            try:
+                recover_loads(load.db)
+                load.undone = True
+            except Exception:  # the original error matters more than a failed clean-up
+                log.debug("could not undo the failed load", exc_info=True)
+            raise
 
 
-def _mark_ingest(db: Database, table: str, documents: int, source: str | None) -> dict[str, Any]:
-    """Record one ingest (which may evaluate, inside the database); its run, or why that failed."""
+def _mark_ingest(load: Load, table: str, documents: int, source: str | None) -> dict[str, Any]:
+    """Record one ingest (which may evaluate, inside the database: a step of its own); its run, or why that failed."""
+    db = load.db
+    stopped = ("the evaluation the ingest started (surreal-eval watch) was stopped and recorded no run: run `surreal-eval evaluate`"
+               if db.settings.is_embedded else "the server went on with the evaluation the ingest started (surreal-eval history shows its run)")
     try:
-        return {"run": record_ingest(db, corpus=table, documents=documents, source=source)}
+        with on_interrupt(stopped):
+            if db.value("RETURN record::exists(seval_watch:current)"):
+                load.step("evaluating the golden set after the ingest (surreal-eval watch)", 0, 1)
+            return {"run": record_ingest(db, corpus=table, documents=documents, source=source)}
     except SurrealEvalError as error:  # the documents are loaded; the evaluation after it is what failed
         return {"evaluation_error": str(error)}
 
@@ -228,7 +236,7 @@ def load_corpus(
         if table == DOCUMENTS:
             record_article_indexes(db, analyzer)
         return report.model_copy(update={"seconds": load.seconds(), "harness_imported": load.harness_imported,
-                                         **_mark_ingest(db, table, len(staged), source)})
+                                         **_mark_ingest(load, table, len(staged), source)})
 
     return _run(load, body)
 
@@ -343,7 +351,7 @@ def load_dataset(
         return DatasetReport(
             corpus=LoadReport(table=DOCUMENTS, loaded=len(staged), embedded=doc_embedded, batches=doc_batches,
                               duplicates=load.dropped[doc_staging], seconds=seconds, harness_imported=load.harness_imported,
-                              **(_mark_ingest(db, DOCUMENTS, len(staged), source) if staged else {})),
+                              **(_mark_ingest(load, DOCUMENTS, len(staged), source) if staged else {})),
             golden=LoadReport(table=QUESTIONS, loaded=count, skipped=getattr(read, "skipped", 0),
                               embedded=q_embedded, labels=labels, batches=load.batches - doc_batches,
                               duplicates=load.dropped[question_staging], seconds=seconds),

@@ -30,13 +30,13 @@ import logging
 import os
 import tempfile
 from collections.abc import Callable, Mapping
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 import httpx
 
-from ..errors import ConfigError, EndpointFailed
+from ..errors import ConfigError, EndpointFailed, on_interrupt
 from .openai_endpoint import OPENAI_BASE_URL, OpenAIEndpoint
 
 __all__ = ["CHAT_ENV", "CHAT_KEY_ENV", "ChatCache", "OpenAIChat", "chat_from_env", "chat_from_spec", "default_cache_dir"]
@@ -140,9 +140,10 @@ class OpenAIChat(OpenAIEndpoint):
         done = len(conversations) - len(todo)
         if progress is not None and done:
             progress(done)
-        if todo:
-            with ThreadPoolExecutor(max_workers=min(self.concurrency, len(todo))) as pool:
-                futures = {i: pool.submit(self._ask_and_keep, conversations[i], keys[i]) for i in todo}
+        futures: dict[int, Future[str]] = {}
+        if todo:  # interrupted, the requests in flight are waited for (their answers kept), then it says what was kept
+            with on_interrupt(lambda: self._received(futures)), ThreadPoolExecutor(max_workers=min(self.concurrency, len(todo))) as pool:
+                futures.update({i: pool.submit(self._ask_and_keep, conversations[i], keys[i]) for i in todo})
                 try:
                     for i, future in futures.items():
                         answers[i] = future.result()
@@ -154,6 +155,13 @@ class OpenAIChat(OpenAIEndpoint):
                         future.cancel()
                     raise
         return [a or "" for a in answers]
+
+    def _received(self, futures: dict[int, Future[str]]) -> str:
+        """What an interrupted answer_all kept: the answers that arrived, in the cache (none without one)."""
+        n = sum(1 for f in futures.values() if f.done() and not f.cancelled() and f.exception() is None)
+        if self.cache is None:
+            return f"the {n} answers received are not kept (--no-cache)"
+        return f"the {n} answers received are kept in the chat cache {self.cache.folder}: the same command asks only for the rest"
 
     # -- one request ---------------------------------------------------------------------------
 

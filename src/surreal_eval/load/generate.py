@@ -26,7 +26,7 @@ from typing import Any, Optional
 
 from pydantic import BaseModel
 
-from ..errors import ConfigError, InputError, PermissionDenied
+from ..errors import ConfigError, InputError, PermissionDenied, on_interrupt
 from ..store.connection import Database, record_str
 from .chat import OpenAIChat
 from .embedding import Embedder
@@ -135,7 +135,8 @@ def generate_questions(db: Database, chat: OpenAIChat, embedder: Embedder | None
     values = [{"title": p["title"], "passage": text, "language": _LANGUAGES.get(language, language)}
               for p, text in zip(chosen, shown)]
     sent = chat.sent
-    answers = chat.answer_all([[{"role": "user", "content": _fill(template, v)}] for v in values])
+    with on_interrupt("no question was stored in the database"):
+        answers = chat.answer_all([[{"role": "user", "content": _fill(template, v)}] for v in values])
     dropped: Counter[str] = Counter({reason: 0 for reason in DROP_REASONS})
     kept: list[dict[str, Any]] = []
     overlaps: list[float] = []

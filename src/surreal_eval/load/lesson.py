@@ -12,11 +12,11 @@ from __future__ import annotations
 from ..errors import ConfigError, InputError
 from ..store.connection import Database
 from ..store.ownership import conflicts, defined_names
-from ..store.schema import DEMO_DIMENSION, apply, harness_config, surql_dir
+from ..store.schema import DEMO_DIMENSION, apply, harness_config, stored_dimension, surql_dir
 from .attach import attach_table
 from .golden_attach import attach_golden
 
-__all__ = ["LESSON_SCRIPT", "SEED_SCRIPT", "import_lesson", "import_seed", "refuse_a_readers_database"]
+__all__ = ["LESSON_SCRIPT", "SEED_SCRIPT", "import_lesson", "import_seed", "refuse_a_readers_database", "refuse_another_dimension"]
 
 LESSON_SCRIPT = "lesson"
 SEED_SCRIPT = "seed"
@@ -45,6 +45,20 @@ def refuse_a_readers_database(db: Database) -> None:
         listed = ", ".join(f"{kind} {'fn::' if kind == 'function' else ''}{name}" for kind, name in taken)
         raise InputError(f"the demo builds the lesson's database, and this one already holds {listed}: "
                          f"run the demo in another database (--db) or namespace; nothing was changed")
+
+
+def refuse_another_dimension(db: Database, dimension: int | None = None) -> None:
+    """A ConfigError, before anything is changed, when the demo cannot go into `db` at that dimension: its
+    articles and questions carry DEMO_DIMENSION-d embeddings, so `dimension` (--dimension) must be that
+    or None, and the embeddings `db` already stores must be of that dimension."""
+    demo = f"the demo's articles and questions carry {DEMO_DIMENSION}-d embeddings"
+    elsewhere = ("run `init --demo` in another database (--db demo) or store (--url surrealkv://demo.db), "
+                 "or `surreal-eval demo` for a throwaway one; nothing was changed")
+    if dimension is not None and dimension != DEMO_DIMENSION:
+        raise ConfigError(f"--dimension {dimension} cannot apply to the demo: {demo}; leave --dimension out, or {elsewhere}")
+    stored = stored_dimension(db) if harness_config(db) is not None else None
+    if stored and stored != DEMO_DIMENSION:
+        raise ConfigError(f"{demo} and this database holds {stored}-d ones: {elsewhere}")
 
 
 def import_seed(db: Database) -> None:

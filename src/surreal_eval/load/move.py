@@ -102,6 +102,7 @@ def move_all(load: Load, moves: list[Move]) -> None:
                 load.step(step, done, total)
                 db.flush_if_full()
         db.atomic(finish)
+    load.moved.update({m.target: len(k) for m, k in zip(moves, keys)})  # in place now, whatever follows
     remove_staging(db)
     for move in moves:
         if move.corpus:

@@ -106,6 +106,19 @@ class Load:
         self.on_duplicate = on_duplicate
         #: per staging table, the rows dropped because another row had their id
         self.dropped: dict[str, int] = {}
+        #: rows moved into place, per table (move.move_all), and whether a failed load was undone (bulk._run)
+        self.moved: dict[str, int] = {}
+        self.undone = False
+
+    def interrupted(self) -> str:
+        """What an interrupted load kept and discarded (errors.on_interrupt): its rows once moved into place, else nothing."""
+        if self.moved:
+            what = {"seval_article": "articles", "seval_question": "questions"}
+            return "loaded " + " and ".join(f"{n} {what.get(t, 'rows')} into {t}" for t, n in self.moved.items()) + \
+                " (they were moved in before the interruption)"
+        if self.undone:
+            return "nothing was loaded: a load is kept whole or not at all, and this one was undone"
+        return "nothing was loaded; the unfinished load is undone by the next load, or the next open of an embedded store"
 
     def step(self, name: str, done: int, total: int | None = None) -> None:
         if self.progress is not None:

@@ -53,6 +53,13 @@ class GlobalOptionsGroup(TyperGroup):
     def parse_args(self, ctx, args):  # type: ignore[no-untyped-def]
         return super().parse_args(ctx, hoist_global_options(list(args)))
 
+    def invoke(self, ctx):  # type: ignore[no-untyped-def]
+        try:
+            return super().invoke(ctx)
+        except KeyboardInterrupt as interrupt:  # typer turns it into a bare exit 130: keep it for its notes (cli.run_cli)
+            state.interrupted = interrupt
+            raise
+
 
 app = typer.Typer(
     cls=GlobalOptionsGroup,
@@ -75,6 +82,8 @@ T = TypeVar("T")
 class State:
     settings: Settings
     debug: bool = False
+    #: the interruption (Ctrl-C) that ended the command, with the notes of what it kept (errors.on_interrupt)
+    interrupted: Optional[KeyboardInterrupt] = None
 
 
 state = State()

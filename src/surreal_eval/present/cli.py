@@ -16,7 +16,7 @@ from . import (  # noqa: F401 - registering is importing
     commands_runs, commands_supplied,
 )
 from ..errors import SurrealEvalError
-from .app import app, err
+from .app import app, err, state
 
 __all__ = ["app", "main", "run_cli", "EXIT_CODES"]
 
@@ -37,6 +37,9 @@ EXIT_CODES = {
     130: "interrupted (Ctrl-C)",
 }
 INTERNAL = 70
+#: What an interruption says when the work it stopped said nothing of itself (errors.on_interrupt).
+INTERRUPTED = ("stopped before it finished; what it had finished is kept: history shows a run only once it is finished, "
+               "and a load is kept whole or not at all (one left unfinished is undone by the next load, or the next open of an embedded store)")
 
 
 def _close_connections() -> None:
@@ -48,6 +51,7 @@ def _close_connections() -> None:
 def run_cli(argv: Sequence[str] | None = None) -> int:
     """Run the command line `argv` (default sys.argv[1:]); its exit code, always one of EXIT_CODES.
     Every connection is closed before it returns."""
+    state.interrupted = None
     try:
         try:
             code = app(args=list(argv) if argv is not None else None, prog_name="surreal-eval", standalone_mode=False)
@@ -70,14 +74,24 @@ def run_cli(argv: Sequence[str] | None = None) -> int:
         return 2
     except SystemExit as error:  # typer's broken-pipe handling (`| head`) exits 1: the reader closed it
         return 0 if error.code in (None, 0, 1) else (error.code if error.code in EXIT_CODES else INTERNAL)
-    except KeyboardInterrupt:
-        return 130
+    except KeyboardInterrupt as interrupt:
+        return _interrupted(interrupt)
     except BaseException:  # noqa: BLE001 - a bug: show it, and exit with its own code
         traceback.print_exc()
         return INTERNAL
+    if code == 130:  # typer's exit for a KeyboardInterrupt in the command (kept by app.GlobalOptionsGroup.invoke)
+        return _interrupted(state.interrupted)
     if code is None or code is True:
         return 0
     return code if isinstance(code, int) and code in EXIT_CODES else INTERNAL
+
+
+def _interrupted(interrupt: BaseException | None) -> int:
+    """Say in one line what the interrupted work kept and what it discarded (its notes, the outermost
+    first: errors.on_interrupt), and return the interruption's exit code."""
+    notes = getattr(interrupt, "__notes__", None) or [INTERRUPTED]
+    err.print(f"interrupted: {'; '.join(reversed(notes))}", markup=False, emoji=False)
+    return 130
 
 
 def main() -> NoReturn:

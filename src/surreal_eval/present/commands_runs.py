@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
-from ..errors import ConfigError, InputError, NotFound, Rejected
+from ..errors import ConfigError, InputError, NotFound, Rejected, on_interrupt
 from ..grammar import check_number, parse_ks, parse_weights
 
 if TYPE_CHECKING:
@@ -53,7 +53,7 @@ def init(
 ) -> None:
     """Import the harness's SurrealQL into the database (again is harmless); undo a killed load."""
     from ..load.bulk import STALE_LOAD, recover_loads
-    from ..load.lesson import import_seed, refuse_a_readers_database
+    from ..load.lesson import import_seed, refuse_a_readers_database, refuse_another_dimension
     from ..store.schema import DEMO_DIMENSION, checked_config, harness_config, import_harness
 
     undone: list[str] = []
@@ -61,8 +61,9 @@ def init(
     def action(db: Database) -> list[str]:
         # (an embedded store was already put right when it opened)
         undone.extend(recover_loads(db, stale_after=None if db.settings.is_embedded else STALE_LOAD))
-        if demo_seed:  # before anything is imported: a reader's own database is left exactly as it was
+        if demo_seed:  # before anything is imported: a reader's own database, or one of other data, is left exactly as it was
             refuse_a_readers_database(db)
+            refuse_another_dimension(db, dimension)
         existing = harness_config(db)
         dim = dimension if dimension is not None else (
             DEMO_DIMENSION if demo_seed else existing.dimension if existing else 384)
@@ -151,7 +152,8 @@ def evaluate(
         if as_json or no_record:
             return report, []
         try:  # the means per question source, real first with the gap beside, when the questions hold several
-            return report, run_source_means(db, report.run, f"recall@{5 if 5 in report.ks else max(report.ks)}")
+            with on_interrupt(_kept(report)):
+                return report, run_source_means(db, report.run, f"recall@{5 if 5 in report.ks else max(report.ks)}")
         except NotFound:  # no labelled question: no mean at all
             return report, []
 
@@ -159,11 +161,17 @@ def evaluate(
         report, sources = with_db(measured)
     finally:
         bar.close()
-    if as_json:
-        out.print_json(report.model_dump_json(exclude={"per_question"} if not per_question else None))
-        return
-    display.show_report(out, report, per_question=per_question, sources=sources)
-    show_source_means(out, sources)
+    with on_interrupt(_kept(report)):
+        if as_json:
+            out.print_json(report.model_dump_json(exclude={"per_question"} if not per_question else None))
+            return
+        display.show_report(out, report, per_question=per_question, sources=sources)
+        show_source_means(out, sources)
+
+
+def _kept(report) -> str:
+    """What an interruption after the evaluation finished leaves: the run recorded, or none (--no-record)."""
+    return f"run {report.run} was recorded (surreal-eval history)" if report.recorded else "no run was recorded (--no-record)"
 
 
 def _scoring(relevance_level: int | None, ignore_identical_ids: bool) -> dict:

@@ -241,7 +241,7 @@ def show_diagnosis(console: Console, diagnosis: Diagnosis) -> None:
         console.print(f"  label {_plain(label['id'])} (grade {label['grade']}): {_plain(label['title'])}")
     for view in diagnosis.retrievers:
         table = Table(title=f"{view.retriever}: top {diagnosis.k}")
-        for column in ("rank", "", "id", "title", "score"):
+        for column in ("rank", "relevant", "id", "title", "score"):  # relevant: ✔ yes, blank judged no, ? not judged
             table.add_column(column)
         for hit in view.hits:
             table.add_row(str(hit.rank), "✔" if hit.relevant else "" if hit.judged else "?", _plain(hit.id), _plain(hit.title), f"{hit.score:.4f}")

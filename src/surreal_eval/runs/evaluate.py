@@ -8,8 +8,8 @@ import subprocess
 from typing import Any, Callable, Sequence
 
 
-from ..errors import EngineCheckFailed
-from ..store.connection import Database
+from ..errors import EngineCheckFailed, on_interrupt
+from ..store.connection import Database, record_str
 from ..store.golden import golden_rows, golden_set
 from ..grammar import DEFAULT_KS, check_number, check_params
 from ..store.registry import resolve_retrievers
@@ -70,70 +70,83 @@ def evaluate(
     enters history, no engine check or provenance is kept; only the candidate lists it fetched are
     kept, which a later run on the same inputs would fetch and store exactly the same.
     """
-    ks = list(ks)
-    for k in ks:
-        check_number("k", k, option="every k")
-    given = check_params({k: v for k, v in (params or {}).items() if v is not None})
-    if rerank:
-        check_rerank(rerank, ks)
-    retrievers, endpoint_names = split_endpoints(db, retrievers)
-    if endpoint_names:  # asked before anything is written: an endpoint that fails leaves no trace
-        supplied = _from_endpoints(db, endpoint_names, ks, given).merged(supplied or Supplied({}))
-    names = [] if supplied and not retrievers else resolve_retrievers(db, retrievers)
-    if rerank:
-        ks, given, reranked = rerank_stage(db, rerank, names=names, supplied=supplied, ks=ks, given=given)
-        supplied = reranked.merged(supplied or Supplied({}))
-    names += [name for name in (supplied.rankings if supplied else {}) if name not in names]
-    if rerank:  # each retriever followed by its reranked list
-        names = sorted(names, key=lambda n: names.index(n.removesuffix(SUFFIX)) + 0.5 * n.endswith(SUFFIX))
-    # the engine version keys the engine checks kept between runs (surql/checks.surql: engine_check)
-    given.update(trigger=trigger, git_commit=git_commit(), engine=db.engine_version(), **({"fresh": True} if fresh else {}))
-    if supplied:
-        given["supplied"] = {**supplied.record, "names": list(supplied.rankings)}
-    # runs left unfinished by a killed process or a dropped connection are invisible; clear them:
-    # one process holds an embedded store, so any unfinished run there is dead; on a server, other
-    # evaluators may be running, so only runs unfinished for a day are taken as dead
-    # (never the runs this connection is still writing: two threads may evaluate through it at once)
-    age = STALE_EMBEDDED if db.settings.is_embedded else STALE_SERVER
-    with db.starting:
-        db.value("RETURN fn::seval::discard_stale_runs(<duration> $age, $live)", {"age": age, "live": list(db.live_runs)})
+    run: Any = None  # the run, once started (what an interruption says it kept: _interrupted)
+    with on_interrupt(lambda: _interrupted(db, run)):
+        ks = list(ks)
+        for k in ks:
+            check_number("k", k, option="every k")
+        given = check_params({k: v for k, v in (params or {}).items() if v is not None})
+        if rerank:
+            check_rerank(rerank, ks)
+        retrievers, endpoint_names = split_endpoints(db, retrievers)
+        if endpoint_names:  # asked before anything is written: an endpoint that fails leaves no trace
+            supplied = _from_endpoints(db, endpoint_names, ks, given).merged(supplied or Supplied({}))
+        names = [] if supplied and not retrievers else resolve_retrievers(db, retrievers)
+        if rerank:
+            ks, given, reranked = rerank_stage(db, rerank, names=names, supplied=supplied, ks=ks, given=given)
+            supplied = reranked.merged(supplied or Supplied({}))
+        names += [name for name in (supplied.rankings if supplied else {}) if name not in names]
+        if rerank:  # each retriever followed by its reranked list
+            names = sorted(names, key=lambda n: names.index(n.removesuffix(SUFFIX)) + 0.5 * n.endswith(SUFFIX))
+        # the engine version keys the engine checks kept between runs (surql/checks.surql: engine_check)
+        given.update(trigger=trigger, git_commit=git_commit(), engine=db.engine_version(), **({"fresh": True} if fresh else {}))
+        if supplied:
+            given["supplied"] = {**supplied.record, "names": list(supplied.rankings)}
+        # runs left unfinished by a killed process or a dropped connection are invisible; clear them:
+        # one process holds an embedded store, so any unfinished run there is dead; on a server, other
+        # evaluators may be running, so only runs unfinished for a day are taken as dead
+        # (never the runs this connection is still writing: two threads may evaluate through it at once)
+        age = STALE_EMBEDDED if db.settings.is_embedded else STALE_SERVER
+        with db.starting:
+            db.value("RETURN fn::seval::discard_stale_runs(<duration> $age, $live)", {"age": age, "live": list(db.live_runs)})
+            try:
+                started = db.value(
+                    "RETURN fn::seval::start_run($ks, $names, $given, $label)",
+                    {"ks": ks, "names": names, "given": given, "label": label},
+                )
+            except EngineCheckFailed as error:  # name the engine that answered wrongly
+                raise EngineCheckFailed(f"{error} (engine {db.engine_version()}); no run was recorded") from None
+            run, questions = started["run"], started["questions"]
+            db.live_runs.add(run)
+        calls = [("RETURN fn::seval::evaluate_questions($run, $ids, $supplied)",
+                  {"run": run, "ids": questions[i : i + BATCH],
+                   "supplied": supplied.for_questions(questions[i : i + BATCH]) if supplied else None})
+                 for i in range(0, len(questions), BATCH)]
         try:
-            started = db.value(
-                "RETURN fn::seval::start_run($ks, $names, $given, $label)",
-                {"ks": ks, "names": names, "given": given, "label": label},
-            )
-        except EngineCheckFailed as error:  # name the engine that answered wrongly
-            raise EngineCheckFailed(f"{error} (engine {db.engine_version()}); no run was recorded") from None
-        run, questions = started["run"], started["questions"]
-        db.live_runs.add(run)
-    calls = [("RETURN fn::seval::evaluate_questions($run, $ids, $supplied)",
-              {"run": run, "ids": questions[i : i + BATCH],
-               "supplied": supplied.for_questions(questions[i : i + BATCH]) if supplied else None})
-             for i in range(0, len(questions), BATCH)]
-    try:
-        for start in range(0, len(calls), GROUP):  # an embedded store may flush between groups
-            db.query_many(
-                calls[start : start + GROUP],
-                concurrency=concurrency or CONCURRENCY,
-                progress=(lambda n, s=start: progress(min((s + n) * BATCH, len(questions)), len(questions)))
-                if progress else None,
-            )
-            db.flush_if_full()
-        if not record:
-            row = db.value("RETURN fn::seval::unrecorded_run($run)", {"run": run})
-            report = report_from_row(db, run, row, per_question=per_question, intervals=intervals)
-            db.value("RETURN fn::seval::discard_run($run)", {"run": run})
-            return report.model_copy(update={"recorded": False})
-        db.value("RETURN fn::seval::finish_run($run)", {"run": run})
-    except BaseException:
-        try:  # leave nothing of a failed run behind (a killed process leaves it unfinished: invisible)
-            db.value("RETURN fn::seval::discard_run($run)", {"run": run})
-        except Exception:  # the connection itself may be what failed
-            log.debug("could not discard %s", run, exc_info=True)
-        raise
-    finally:
-        db.live_runs.discard(run)
-    return load_run(db, run, per_question=per_question, intervals=intervals)
+            for start in range(0, len(calls), GROUP):  # an embedded store may flush between groups
+                db.query_many(
+                    calls[start : start + GROUP],
+                    concurrency=concurrency or CONCURRENCY,
+                    progress=(lambda n, s=start: progress(min((s + n) * BATCH, len(questions)), len(questions)))
+                    if progress else None,
+                )
+                db.flush_if_full()
+            if not record:
+                row = db.value("RETURN fn::seval::unrecorded_run($run)", {"run": run})
+                report = report_from_row(db, run, row, per_question=per_question, intervals=intervals)
+                db.value("RETURN fn::seval::discard_run($run)", {"run": run})
+                return report.model_copy(update={"recorded": False})
+            db.value("RETURN fn::seval::finish_run($run)", {"run": run})
+        except BaseException:
+            try:  # leave nothing of a failed run behind (a killed process leaves it unfinished: invisible)
+                db.value("RETURN fn::seval::discard_run($run)", {"run": run})
+            except Exception:  # the connection itself may be what failed
+                log.debug("could not discard %s", run, exc_info=True)
+            raise
+        finally:
+            db.live_runs.discard(run)
+        return load_run(db, run, per_question=per_question, intervals=intervals)
+
+
+def _interrupted(db: Database, run: Any) -> str:
+    """What an interrupted evaluation kept: its run, if it was recorded; if not, the candidate lists its
+    finished batches fetched (the run itself was discarded, or is unfinished: in no history either way)."""
+    if run is not None and db.value("RETURN fn::seval::is_finished_run($run)", {"run": run}):
+        return f"run {record_str(run)} was recorded (it had finished)"
+    kept = 0 if run is None else db.value(
+        "RETURN (SELECT count() AS n FROM seval_candidate_cache WHERE run = $run GROUP ALL)[0].n ?? 0", {"run": run})
+    return "no run was recorded (history is as it was)" + (
+        f"; the {kept} candidate lists it had fetched stay cached, and the next run on the same inputs reads them" if kept else "")
 
 
 def _from_endpoints(db: Database, names: list[str], ks: list[int], given: dict[str, Any]) -> Supplied:

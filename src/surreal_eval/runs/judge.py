@@ -27,7 +27,7 @@ from typing import Any, Optional
 from pydantic import BaseModel
 
 from ..kappa import Agreement, agreement
-from ..errors import InputError, PermissionDenied
+from ..errors import InputError, PermissionDenied, on_interrupt
 from ..load.chat import OpenAIChat
 from ..load.generate import PASSAGE_CHARS
 from ..load.labels import who
@@ -131,7 +131,8 @@ def judge_run(db: Database, chat: OpenAIChat, *, run: str, k: int, retrievers: l
                   "passage": doc["text"][:PASSAGE_CHARS]}
         conversations.append([{"role": "user", "content": _fill(template, values)}])
     sent = chat.sent
-    answers = chat.answer_all(conversations)  # every request before anything is written
+    with on_interrupt("no judgment was stored in the database"):
+        answers = chat.answer_all(conversations)  # every request before anything is written
     grades = [judgment_in(answer) for answer in answers]
     stored = [{"question": p["question"], "doc": p["doc"], "grade": g} for p, g in zip(holes, grades) if g is not None]
     if stored:

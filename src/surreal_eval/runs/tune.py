@@ -9,7 +9,7 @@ from pydantic import BaseModel
 
 from ..store.connection import Database, RecordID, record_str
 from ..store.golden import golden_rows, golden_set
-from ..errors import ConfigError, Rejected
+from ..errors import ConfigError, Rejected, on_interrupt
 from .evaluate import evaluate
 from ..store.schema import define_vector_ef, harness_config
 from ..grammar import METRICS, check_number, parse_metric
@@ -155,7 +155,8 @@ def tune(
         check_values(param, list(values))
     base = {**{k: v for k, v in (params or {}).items() if v is not None}, "golden": golden.name}
     tune_split, report_split = ("dev", "test") if held_out else (None, None)
-    sweep, seen = _sweep(db, param, values, spec, retriever, {**base, "split": tune_split, **({"fresh": True} if fresh else {})})
+    with on_interrupt("no run was recorded (the sweep records none)"):
+        sweep, seen = _sweep(db, param, values, spec, retriever, {**base, "split": tune_split, **({"fresh": True} if fresh else {})})
     inert = inert_note(param, [row["value"] for row in sweep], spec, seen["depth"], seen.get("lowest_bm25")) if seen else None
     counts = [len(q["relevant"]) for q in questions if tune_split is None or q.get("split") == tune_split]
     # ann_recall@k moves in steps of 1/k on one question, as precision@k does
@@ -191,9 +192,10 @@ def tune(
             _restore_ef(db)
     judged = None
     if spec.name != ANN_RECALL:  # the chosen value against the current one, on the questions the run reported on
-        current = current_value(db, param, retriever, base)
-        table = scores(db, param, [current, best], spec, retriever, {**base, "split": report_split})
-        judged = verdict(table, param, spec, report_split or "all questions (forced)")
+        with on_interrupt(f"run {report.run} was recorded; its verdict against the current value was not worked out"):
+            current = current_value(db, param, retriever, base)
+            table = scores(db, param, [current, best], spec, retriever, {**base, "split": report_split})
+            judged = verdict(table, param, spec, report_split or "all questions (forced)")
     return TuneResult(param=param, retriever=retriever, metric=str(spec), sweep=sweep, best=best,
                       forced=not held_out, resolution=step, tied=tied, note=note, inert=inert, report=report, verdict=judged)
 

@@ -34,6 +34,7 @@ from ..errors import (
     StoreBusy,
 )
 from .local_store import entries, foreign_store, refuse_unusable_folder, undo_failed_open
+from .loop import LoopThread
 from .record_ids import record_str, to_record
 from .settings import Settings
 from .statements import one_transaction, retryable
@@ -111,25 +112,6 @@ def translate(error: SurrealError, settings: Settings | None = None) -> Exceptio
 T = TypeVar("T")
 
 
-class _LoopThread:
-    """An asyncio loop on a daemon thread: the async SDK client lives on it, callers block on results."""
-
-    def __init__(self) -> None:
-        self.loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(target=self.loop.run_forever, name="surreal-eval-db", daemon=True)
-        self._thread.start()
-
-    def run(self, coro: Coroutine[Any, Any, T]) -> T:
-        return asyncio.run_coroutine_threadsafe(coro, self.loop).result()
-
-    def stop(self) -> None:
-        if self.loop.is_running():
-            self.loop.call_soon_threadsafe(self.loop.stop)
-            self._thread.join(timeout=10)
-        if not self.loop.is_running():
-            self.loop.close()
-
-
 _OPEN: "weakref.WeakSet[Database]" = weakref.WeakSet()
 
 
@@ -148,7 +130,7 @@ class Database:
     then uses both cores; threads over the blocking client do not).
     """
 
-    def __init__(self, client: Any, settings: Settings, loop: _LoopThread) -> None:
+    def __init__(self, client: Any, settings: Settings, loop: LoopThread) -> None:
         self._client = client
         self._loop = loop
         self.settings = settings
@@ -181,11 +163,15 @@ class Database:
             return False
         log.debug("reopening %s so that it flushes its memtables", self.settings.describe())
         try:
-            self._loop.run(self._client.close())
-            self._client = self._loop.run(_open(self.settings))
+            self._wait(self._client.close())
+            self._client = self._wait(_open(self.settings))
         except SurrealError as error:
             raise translate(error, self.settings) from error
         return True
+
+    def _wait(self, coro: Coroutine[Any, Any, T], interrupted: Callable[[], None] | None = None) -> T:
+        """`coro` run on the connection's loop; interrupted, a statement in flight is dropped (embedded) or finished (LoopThread.run)."""
+        return self._loop.run(coro, drop=self.settings.is_embedded, interrupted=interrupted)
 
     async def _execute(self, sql: str, params: dict[str, Any]) -> list[Any]:
         """One statement text, run again (up to 5 times, a short random wait between) when the engine
@@ -201,7 +187,7 @@ class Database:
     def query(self, sql: str, params: dict[str, Any] | None = None) -> list[Any]:
         """Run SurrealQL text; the result of each statement, in order. Errors become ours."""
         try:
-            return self._loop.run(self._execute(sql, params or {}))
+            return self._wait(self._execute(sql, params or {}))
         except SurrealError as error:
             raise translate(error, self.settings) from error
 
@@ -241,7 +227,8 @@ class Database:
         async def run_all() -> None:
             await asyncio.gather(*(worker() for _ in range(max(1, concurrency))))
 
-        self._loop.run(run_all())
+        # interrupted: no further query starts; those in flight are dropped (embedded) or finish (server)
+        self._wait(run_all(), interrupted=lambda: failures.append(KeyboardInterrupt()))
         if failures:
             if isinstance(failures[0], SurrealError):
                 raise translate(failures[0], self.settings) from failures[0]
@@ -268,7 +255,7 @@ class Database:
             return results, failures
 
         try:
-            results, failures = self._loop.run(frames())
+            results, failures = self._wait(frames())
         except SurrealError as error:
             raise translate(error, self.settings) from error
         if failures:
@@ -279,7 +266,7 @@ class Database:
     def engine_version(self) -> str:
         """The engine's version as it reports it (`surrealdb-3.2.4`); SurrealQL has no version() function."""
         try:
-            return str(self._loop.run(self._client.version()))
+            return str(self._wait(self._client.version()))
         except SurrealError as error:
             raise translate(error, self.settings) from error
 
@@ -294,7 +281,7 @@ class Database:
         self._closed = True
         _OPEN.discard(self)
         try:
-            self._loop.run(self._client.close())
+            self._wait(self._client.close())
         except SurrealError:  # closing a connection that already failed is not an error
             log.debug("close failed", exc_info=True)
         finally:
@@ -374,7 +361,7 @@ def open_database(settings: Settings) -> Database:
     if folder is not None:
         refuse_unusable_folder(settings.url, folder)
     before = entries(folder) if folder is not None else None
-    loop = _LoopThread()
+    loop = LoopThread()
     try:
         client = loop.run(_open_with_retries(settings))
     except AuthenticationFailed:

@@ -33,6 +33,7 @@ __all__ = [
     "statement",
     "import_harness",
     "harness_config",
+    "stored_dimension",
     "RESERVED_WORDS",
     "define_corpus",
     "define_vector_ef",
@@ -95,8 +96,8 @@ def harness_config(db: Database) -> HarnessConfig | None:
     return HarnessConfig(**row) if row else None
 
 
-def _stored_dimension(db: Database) -> int | None:
-    """The dimension of the embeddings already stored, if any article or question exists."""
+def stored_dimension(db: Database) -> int | None:
+    """The dimension of the embeddings already stored, if any article or question exists (the harness imported)."""
     found = db.value(
         "RETURN array::len((SELECT VALUE embedding FROM seval_article LIMIT 1)[0] "
         "?? (SELECT VALUE embedding FROM seval_question LIMIT 1)[0] ?? [])"
@@ -125,7 +126,7 @@ def import_harness(db: Database, config: HarnessConfig, *, skip_unchanged: bool 
     names = defined_names([*texts.values(), DISPATCH_DEFINES])
     refuse_conflicts(db, names)
     present = _has_harness(db)
-    stored = _stored_dimension(db) if present else None
+    stored = stored_dimension(db) if present else None
     if stored and stored != config.dimension:
         raise ConfigError(
             f"the database holds {stored}-d embeddings; it cannot be re-imported with dimension "
