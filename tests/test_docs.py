@@ -117,3 +117,22 @@ def test_every_readme_link_resolves():
         assert path.exists(), f"README link {link}: no {target}"
         if anchor:
             assert anchor in anchors(path.read_text(encoding="utf-8")), f"README link {link}: no such heading"
+
+
+def test_the_readme_names_every_test_that_skips_for_want_of_a_program():
+    """A test that skips on a machine without some program (chromium) is in the README's skip list, so a
+    reader who counts the skips finds each one explained."""
+    for path in sorted((ROOT / "tests").glob("test_*.py")):
+        text = path.read_text(encoding="utf-8")
+        for name in re.findall(r"@pytest\.mark\.skipif\([A-Z_]+ is None,.*\n(?:@.*\n)*def (test_\w+)", text):
+            assert name in README.read_text(encoding="utf-8"), f"{path.name}::{name} skips, and the README does not say so"
+
+
+def test_the_watched_ingest_figures_are_the_benchmarks_at_200_and_500_questions():
+    """The docs' advice on watching a golden set rests on the current measurement (benchmarks/watch_scale.py at
+    200 and 500 questions), not on an earlier release's."""
+    page = pages()["benchmarks.md"]
+    assert "benchmarks/watch_scale.py" in page
+    rows = re.findall(r"^\| (200|500) \|", page, flags=re.M)
+    assert rows == ["200", "500"], rows
+    assert "tens of questions, not hundreds" not in "".join(pages().values())
