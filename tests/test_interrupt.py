@@ -16,7 +16,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -33,13 +33,30 @@ ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 LINE = re.compile(r"interrupted: ([^\r\n]*)")
 
 
+def ctrl_c_as_in_a_terminal() -> None:
+    """In the child, before Python starts: SIGINT handled by default, as a terminal's foreground job has it. A
+    process started in the background by a non-interactive shell inherits SIGINT ignored, and Python then
+    installs no KeyboardInterrupt handler: the child would never see the Ctrl-C these tests send."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+@pytest.fixture
+def python_ctrl_c() -> Iterator[None]:
+    """Python's KeyboardInterrupt handler for SIGINT in this process during the test (see ctrl_c_as_in_a_terminal:
+    pytest started in the background has SIGINT ignored), the one it had after."""
+    before = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, before)
+
+
 def interrupted(args: list[str], when: Callable[[str], bool], *, env: dict[str, str] | None = None,
                 timeout: float = 180) -> tuple[int, str, str]:
     """Run `surreal-eval ARGS`, send it SIGINT as soon as `when(what its stderr showed so far)` is true, and return
     its exit code, its stdout, and the text of its one `interrupted: ...` line."""
     master, terminal = pty.openpty()
     child = subprocess.Popen([sys.executable, "-m", "surreal_eval", *args], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                             stderr=terminal, env={**os.environ, "PYTHONWARNINGS": "ignore", "COLUMNS": "200", **(env or {})})
+                             stderr=terminal, env={**os.environ, "PYTHONWARNINGS": "ignore", "COLUMNS": "200", **(env or {})},
+                             preexec_fn=ctrl_c_as_in_a_terminal)
     shown, sent, deadline = b"", False, time.monotonic() + timeout
     try:  # the terminal stays open here until the end: closed by its last holder, it may drop what was not read yet
         while True:
@@ -175,7 +192,7 @@ def test_an_interrupted_generation_stores_nothing_and_keeps_the_answers_received
         assert server.requests - asked == 10 - kept  # only the rest was asked
 
 
-def test_an_interruption_drops_the_statements_in_flight_and_starts_no_other(tmp_path):
+def test_an_interruption_drops_the_statements_in_flight_and_starts_no_other(tmp_path, python_ctrl_c):
     """In one process: Ctrl-C while several statements run at once (Database.query_many) stops there; none is
     left running behind the caller, so nothing is written after the interruption."""
     with connect(Settings(url=f"surrealkv://{tmp_path / 'store'}")) as db:
