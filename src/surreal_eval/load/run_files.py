@@ -17,7 +17,7 @@ from typing import Any, Literal
 from ..errors import InputError
 from .rows import json_rows, open_text
 
-__all__ = ["RunFileFormat", "Ranked", "read_run_file", "check_name"]
+__all__ = ["RunFileFormat", "Ranked", "read_run_file", "check_name", "trec_eval_float"]
 
 RunFileFormat = Literal["auto", "trec", "jsonl"]
 _NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.:+-]{0,63}$")
@@ -88,12 +88,14 @@ def _trec(path: Path) -> Iterator[tuple[int, str, str, str, float]]:
             raise InputError(f"not UTF-8 text ({error.reason})", source=str(path)) from None
 
 
-def _as_float32(score: float) -> float:
-    """The score as trec_eval holds it: read into a C float (TEXT_RESULTS.sim), so scores that differ only
-    past 32-bit precision tie there, and the tie goes to the higher docid."""
-    import struct
+def trec_eval_float(score: float) -> Any:
+    """The score as trec_eval holds it (a numpy float32): read into a C float (TEXT_RESULTS.sim,
+    get_trec_results.c), so scores that differ only past 32-bit precision tie there, and one past a float's
+    range is infinite; trec_eval then breaks a tie by docid descending."""
+    import numpy as np
 
-    return struct.unpack("f", struct.pack("f", score))[0]
+    with np.errstate(over="ignore"):
+        return np.float32(score)
 
 
 def _read_trec(path: Path) -> list[Ranked]:
@@ -106,7 +108,7 @@ def _read_trec(path: Path) -> list[Ranked]:
         ranked.scores.append(score)
         ranked.lines.append(line)
     for ranked in rankings.values():  # trec_eval's order: score descending as a 32-bit float, ties by docid descending
-        order = sorted(range(len(ranked.ids)), key=lambda i: (_as_float32(ranked.scores[i]), ranked.ids[i]), reverse=True)
+        order = sorted(range(len(ranked.ids)), key=lambda i: (trec_eval_float(ranked.scores[i]), ranked.ids[i]), reverse=True)
         ranked.ids = [ranked.ids[i] for i in order]
         ranked.scores = [ranked.scores[i] for i in order]
         ranked.lines = [ranked.lines[i] for i in order]

@@ -8,6 +8,7 @@ import numpy as np
 from pydantic import BaseModel
 from surrealdb import RecordID
 
+from ..load.run_files import trec_eval_float
 from ..store.connection import Database, record_str
 from ..store.golden import golden_set
 from ..errors import InputError
@@ -50,8 +51,7 @@ def trec_scores(ids: Sequence[str], scores: Sequence[float]) -> list[float | Non
     written: list[float | None] = []
     above: tuple[str, np.float32] | None = None
     for doc, raw in zip(ids, scores, strict=True):
-        with np.errstate(over="ignore"):  # past a float's range trec_eval reads inf too
-            value = np.float32(raw)
+        value = trec_eval_float(raw)
         if above is not None and (value > above[1] or (value == above[1] and doc > above[0])):
             value = np.nextafter(above[1], np.float32(-np.inf))
             written.append(float(value))  # exactly the float: its shortest text reads back as it
