@@ -1,36 +1,32 @@
-"""The watched ingest at hundreds of questions: a 20-document `load corpus` under `surreal-eval watch`,
-run through the CLI, beside the same load unwatched and the same evaluation called directly.
+"""Evaluate after every ingest, measured at scale: what a watched ingest costs its writer, and what the
+evaluation after it costs against a fresh full evaluation, on CISI and on the 20,000-document Debian set.
 
-    python benchmarks/watch_scale.py [--questions 200,500] [--documents 20] [--rounds 1] [--json FILE]
+    python benchmarks/watch_scale.py [--dataset cisi,debian] [--questions 76,500] [--documents 20] [--rounds 3] [--json FILE]
 
-CISI (tests/data/cisi.tar.xz: 1,460 documents, 384-d embeddings, 76 queries with a relevant
-judgment) is loaded with `load beir` into a persistent store (surrealkv://) per size. CISI has only
-76 judged queries, so to watch 200 or 500 questions they are repeated in order under new ids
-(`<id>_copy2`, `<id>_copy3`, ...: the same text, embedding and judgments) until there are
---questions of them. Every measured command then runs as its own `python -m surreal_eval` process,
-as a user runs it, on its own copy of that store: its wall time, its CPU time (user + system, all
-threads) and its peak resident memory (the process's own ru_maxrss, from os.wait4: the engine and
-Python, from start to exit). On a shared machine the wall times grow with the other processes' load
-(printed with the table), the CPU times much less.
+Each set is loaded once into a persistent store (surrealkv://) with `surreal-eval watch --k 1,3,5,10` on
+(the registry's default retrievers) and one evaluation made, as a watched corpus has. CISI (1,460
+documents, 76 judged queries) ships with the repository; the Debian set is benchmarks/debian_corpus.py's
+(20,000 package descriptions, 500 known-item questions; MiniLM embeddings when the local model can run,
+else hashed ones, and the output says which). The ingest is --documents new documents (CISI: copies of
+its documents under new ids, with their embeddings; Debian: packages outside the corpus that no question
+labels). Every measured thing runs in a process of its own, on its own copy of that store, as a user runs
+it: its wall time, CPU time (user + system, all threads) and peak resident memory (ru_maxrss, from
+os.wait4: the engine and Python, start to exit).
 
-  watched    `watch --k 1,3,5,10` (the registry's default retrievers and depth), then `load corpus` of
-             --documents new documents (copies of CISI documents under new ids, with their
-             embeddings): the load, then the evaluation the ingest triggers inside the database, in
-             the ingest's one statement
-  unwatched  the same `load corpus` on a copy with no watch: what the load alone costs
-  direct     `evaluate --k 1,3,5,10` on the unwatched copy after its load: what `watch` saves a user from
-             typing, the same questions, corpus, retrievers and k evaluated as `surreal-eval evaluate`
-             does (batches of questions, several statements in flight). Neither run can read a
-             candidate list from an earlier one (no run came before it on its copy, and the new
-             documents changed the corpus); the table shows how many each read
+  (a) commit     the writer's own transaction, as an application writes it: `BEGIN; INSERT` the documents
+                 `; CREATE seval_ingest ...; COMMIT`, with watch on and off, alternating 40 times each in one
+                 process (a new batch of ids each time): the ratio of the medians (goal <= 1.05)
+  (b) after      `surreal-eval watch --drain` after that ingest: the incremental run (vector lists brought up to
+                 date, BM25 lists fetched again since the text changed, questions ranked alike copied from the
+                 run it follows), against
+      fresh      `surreal-eval evaluate --k 1,3,5,10 --fresh` on the same state: every list fetched, every
+                 question scored (goal on Debian: after / fresh <= 0.1)
+  load+after     `surreal-eval load corpus` of the same documents on a watched store (the load, then the
+                 evaluation after its commit), against `fresh`: the issue's "watched load and its evaluation"
+  (c) memory     the peak resident memory of the after and fresh processes
 
-The evaluation inside the ingest is the watched load's time (wall, and CPU) less the unwatched load's.
-Each run's own time, from its creation to its end as it recorded them, is shown too: the direct
-`evaluate` process also starts Python, asks the engine checks and, once the run is recorded, reads its
-report back (means with bootstrap intervals) and the means per question source, which the watched
-load does not. With
-`--rounds N` the three are measured in turn (watched, unwatched, direct, watched, ...) and the
-medians reported. `--json FILE` also writes every number.
+With --rounds N, (b) and load+after are measured N times in turn and the medians reported. `--json FILE`
+writes every number.
 """
 
 from __future__ import annotations
@@ -48,203 +44,254 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-KS = "1,3,5,10"
-
-
-def _cisi() -> Path:
-    """The CISI collection shipped with the repository (tests/data/cisi.tar.xz), unpacked on first use."""
-    from tests.datasets import cisi
-
-    return cisi()
+KS = [1, 3, 5, 10]
 
 
 @dataclass
 class Process:
     seconds: float
-    #: user + system CPU seconds of the process (all its threads: the engine runs statements on every core)
     cpu_seconds: float
     peak_rss_mb: float
-    stdout: str
+    said: dict = field(default_factory=dict)
 
 
 @dataclass
-class Size:
-    questions: int
+class Result:
+    dataset: str
     documents: int
-    #: per round: the watched load, the unwatched load, the direct evaluation
-    watched: list[Process] = field(default_factory=list)
-    unwatched: list[Process] = field(default_factory=list)
-    direct: list[Process] = field(default_factory=list)
-    #: per round, what the watched and the direct run recorded (newest_run)
-    watched_runs: list[dict] = field(default_factory=list)
-    direct_runs: list[dict] = field(default_factory=list)
+    questions: int
+    ingest: int
+    embeddings: str
+    commit_on: list[float] = field(default_factory=list)
+    commit_off: list[float] = field(default_factory=list)
+    after: list[Process] = field(default_factory=list)
+    fresh: list[Process] = field(default_factory=list)
+    load_after: list[Process] = field(default_factory=list)
 
     def median(self, name: str, attribute: str = "seconds") -> float:
         return statistics.median(getattr(p, attribute) for p in getattr(self, name))
 
-    def run_median(self, name: str) -> float:
-        """The median of the run's own time, created to finished, of the watched or the direct runs."""
-        return statistics.median(run["created to finished s"] for run in getattr(self, f"{name}_runs"))
+
+# ------------------------------------------------------------------------------------- children
 
 
-def cli(url: str, *args: str) -> Process:
-    """Run `surreal-eval --url URL ARGS` in its own process: its wall time and peak resident memory."""
+def child(mode: str, url: str, arg: str) -> dict:
+    """What one measured process does; its JSON goes to stdout."""
+    from surreal_eval import Settings, connect
+
+    db = connect(Settings(url=url))
+    try:
+        if mode == "commit":
+            on, off = _commits(db, json.loads(Path(arg).read_text()))
+            return {"on": on, "off": off}
+        if mode == "after":
+            from surreal_eval.runs.watch import drain_ingests
+
+            started = time.perf_counter()
+            (done,) = drain_ingests(db).evaluated
+            assert done.error is None, done.error
+            return {"seconds": time.perf_counter() - started, "retrieval": done.retrieval, "since": str(done.since)}
+        if mode == "fresh":
+            from surreal_eval.runs.evaluate import evaluate
+
+            started = time.perf_counter()
+            report = evaluate(db, ks=KS, fresh=True, intervals=False)
+            return {"seconds": time.perf_counter() - started, "retrieval": report.retrieval}
+        if mode == "app-ingest":  # one application-style ingest, not measured: the state (b) starts from
+            rows = json.loads(Path(arg).read_text())[0]
+            _write(db, rows)
+            return {}
+        raise SystemExit(f"unknown child mode {mode}")
+    finally:
+        db.close()
+
+
+def _write(db, rows: list[dict]) -> float:
+    """The application's own transaction: its documents and the ingest row, committed together; its seconds."""
+    started = time.perf_counter()
+    db.query("BEGIN; INSERT INTO seval_article $rows RETURN NONE; CREATE seval_ingest CONTENT { corpus: 'seval_article', "
+             "documents: $n } RETURN NONE; COMMIT;", {"rows": rows, "n": len(rows)})
+    return time.perf_counter() - started
+
+
+def _commits(db, batches: list[list[dict]]) -> tuple[list[float], list[float]]:
+    """Half the batches (the first left for the other measurements) written with watch on and half with it off,
+    alternating; the seconds of each side."""
+    from surreal_eval.runs.watch import clear_watch, get_watch, set_watch
+
+    watch = get_watch(db)
+    times: dict[bool, list[float]] = {True: [], False: []}
+    for i, rows in enumerate(batches[1:]):
+        on = i % 2 == 0
+        if on:
+            set_watch(db, ks=watch["ks"], retrievers=watch["retrievers"], params=watch["params"])
+        else:
+            clear_watch(db)
+        times[on].append(_write(db, rows))
+    set_watch(db, ks=watch["ks"], retrievers=watch["retrievers"], params=watch["params"])
+    return times[True], times[False]
+
+
+def run_child(*args: str) -> Process:
+    """`python benchmarks/watch_scale.py --child ARGS` (or `surreal-eval ARGS` when the first is `cli`) in a process
+    of its own: wall, CPU and peak memory, and what it printed."""
+    command = ([sys.executable, "-m", "surreal_eval", *args[1:]] if args[0] == "cli"
+               else [sys.executable, __file__, "--child", *args])
     with tempfile.TemporaryFile("w+") as stdout, tempfile.TemporaryFile("w+") as stderr:
         started = time.perf_counter()
-        child = subprocess.Popen([sys.executable, "-m", "surreal_eval", "--url", url, *args], stdout=stdout, stderr=stderr,
-                                 text=True, env={**os.environ, "PYTHONWARNINGS": "ignore"})
-        _, status, usage = os.wait4(child.pid, 0)  # this child's own rusage (Popen.wait would not give it)
+        process = subprocess.Popen(command, stdout=stdout, stderr=stderr, text=True, env={**os.environ, "PYTHONWARNINGS": "ignore"})
+        _, status, usage = os.wait4(process.pid, 0)
         seconds = time.perf_counter() - started
-        child.returncode = os.waitstatus_to_exitcode(status)
+        code = process.returncode = os.waitstatus_to_exitcode(status)  # reaped here: Popen must know it ended
         stdout.seek(0)
         stderr.seek(0)
         printed, failed = stdout.read(), stderr.read()
-    if child.returncode != 0:
-        raise SystemExit(f"surreal-eval {' '.join(args)} exited {child.returncode}: {failed[-2000:]}")
-    return Process(seconds, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024, printed)  # KiB on Linux
+    if code != 0:
+        raise SystemExit(f"{' '.join(args)} exited {code}: {failed[-3000:]}")
+    said = json.loads(printed.strip().splitlines()[-1]) if args[0] != "cli" else {"stdout": printed[-2000:]}
+    return Process(seconds, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024, said)
 
 
-def write_collection(cisi: Path, folder: Path, questions: int) -> None:
-    """A BEIR folder: CISI's corpus, and its judged queries repeated under new ids up to `questions` of them."""
-    (folder / "qrels").mkdir(parents=True)
-    (folder / "embeddings").mkdir()
-    shutil.copy(cisi / "corpus.jsonl", folder / "corpus.jsonl")
-    shutil.copy(cisi / "embeddings" / "corpus.jsonl", folder / "embeddings" / "corpus.jsonl")
-    qrels: dict[str, list[str]] = {}
-    lines = (cisi / "qrels" / "test.tsv").read_text(encoding="utf-8").splitlines()
-    for line in lines[1:]:
-        qid, doc, score = line.split("\t")
-        if int(score) > 0:
-            qrels.setdefault(qid, []).append(f"{doc}\t{score}")
-    texts = {row["_id"]: row for row in map(json.loads, (cisi / "queries.jsonl").read_text(encoding="utf-8").splitlines())}
-    vectors = {row["_id"]: row for row in map(json.loads, (cisi / "embeddings" / "queries.jsonl").read_text(encoding="utf-8").splitlines())}
-    judged = [qid for qid in texts if qid in qrels]
-    with (folder / "queries.jsonl").open("w", encoding="utf-8") as q, \
-            (folder / "embeddings" / "queries.jsonl").open("w", encoding="utf-8") as e, \
-            (folder / "qrels" / "test.tsv").open("w", encoding="utf-8") as r:
-        r.write("query-id\tcorpus-id\tscore\n")
-        for n in range(questions):
-            qid = judged[n % len(judged)]
-            copy = n // len(judged) + 1
-            new = qid if copy == 1 else f"{qid}_copy{copy}"
-            q.write(json.dumps({**texts[qid], "_id": new}) + "\n")
-            e.write(json.dumps({**vectors[qid], "_id": new}) + "\n")
-            r.writelines(f"{new}\t{judgment}\n" for judgment in qrels[qid])
+# ------------------------------------------------------------------------------------- the sets
 
 
-def write_documents(cisi: Path, path: Path, documents: int) -> None:
-    """`documents` new documents: CISI's first ones under new ids, with their embeddings (JSONL for `load corpus`)."""
-    rows = (cisi / "corpus.jsonl").read_text(encoding="utf-8").splitlines()[:documents]
-    vectors = (cisi / "embeddings" / "corpus.jsonl").read_text(encoding="utf-8").splitlines()[:documents]
-    with path.open("w", encoding="utf-8") as out:
-        for row, vector in zip(map(json.loads, rows), map(json.loads, vectors)):
-            assert row["_id"] == vector["_id"]
-            out.write(json.dumps({"id": f"new_{row['_id']}", "title": row.get("title", ""), "content": row["text"],
-                                  "embedding": vector["embedding"]}) + "\n")
+def cisi_set(questions: int, documents: int) -> tuple[list, list, list[list[dict]], str]:
+    """CISI's documents and judged queries (repeated under new ids up to `questions`), and batches of new documents."""
+    from surreal_eval import Article, Question
+    from surreal_eval.load.readers import read_beir
+    from tests.datasets import cisi
+
+    docs, asked = read_beir(cisi())
+    docs, asked = list(docs), list(asked)
+    judged = [q for q in asked if q.relevant]
+    wanted = [judged[n % len(judged)].model_copy(update={"id": judged[n % len(judged)].id + (f"_copy{n // len(judged) + 1}" if n >= len(judged) else "")})
+              for n in range(questions)]
+    return docs, [Question(**q.model_dump()) for q in wanted], _batches(docs, documents), "MiniLM (shipped)"
 
 
-def newest_run(store: Path) -> dict:
-    """What the newest run in `store` recorded of its candidate lists, its trigger and its own duration."""
-    from surreal_eval import Settings, connect
+def debian_set(questions: int, documents: int) -> tuple[list, list, list[list[dict]], str]:
+    """The Debian set, and batches of packages outside it that no question labels."""
+    from debian_corpus import build, minilm_available
 
-    with connect(Settings(url=f"surrealkv://{store}")) as db:
-        rows = db.value("SELECT trigger, retrieval, questions, created_at, finished_at FROM seval_run WHERE finished_at != NONE "
-                        "ORDER BY created_at DESC LIMIT 1")
-    row = rows[0]
-    return {"trigger": row.get("trigger"), "questions": row.get("questions"), "retrieval": row.get("retrieval"),
-            "created to finished s": round((row["finished_at"] - row["created_at"]).total_seconds(), 2)}
-
-
-def _line(p: Process) -> str:
-    return f"{p.seconds:6.1f} s  CPU {p.cpu_seconds:6.1f} s  {p.peak_rss_mb:6.0f} MB  (load average {os.getloadavg()[0]:.1f})"
+    kind = "minilm" if minilm_available() else "hashed"
+    corpus = build(docs=20_000 + 21 * documents, questions=questions, embeddings=kind)  # the set built once (cached)
+    labelled = {str(label) for q in corpus.questions for label in q.relevant}
+    spare = [a for a in corpus.articles if a.id not in labelled][-21 * documents:]
+    spared = {a.id for a in spare}
+    keep = [a for a in corpus.articles if a.id not in spared]
+    return keep, corpus.questions, _batches(spare, documents), "MiniLM" if kind == "minilm" else "hashed bag of words"
 
 
-def measure(cisi: Path, folder: Path, questions: int, documents: int, rounds: int, say) -> Size:
-    collection, base = folder / f"cisi-{questions}", folder / f"base-{questions}"
-    write_collection(cisi, collection, questions)
-    new = folder / f"new-{documents}.jsonl"
-    if not new.exists():
-        write_documents(cisi, new, documents)
-    loaded = cli(f"surrealkv://{base}", "load", "beir", str(collection))
-    say(f"{questions} questions: {loaded.stdout.splitlines()[0]}")
-    size = Size(questions, documents)
+#: Batches of new documents: the first for (b) and load+after, the others for (a), half with watch on.
+BATCHES = 81
+
+
+def _batches(source: list, documents: int) -> list[list[dict]]:
+    """BATCHES batches of `documents` new documents each: the documents of `source` in turn, under new ids."""
+    return [[{"id": f"new{b}_{d.id}", "title": d.title or "", "content": d.content, "embedding": d.embedding}
+             for d in (source[(b * documents + i) % len(source)] for i in range(documents))] for b in range(BATCHES)]
+
+
+def base_store(folder: Path, docs: list, questions: list) -> str:
+    """A store with the set loaded, watch on at k 1, 3, 5, 10, and one evaluation made."""
+    from surreal_eval import HarnessConfig, Settings, connect, import_harness
+    from surreal_eval.load.bulk import load_corpus, load_golden
+    from surreal_eval.runs.evaluate import evaluate
+    from surreal_eval.runs.watch import set_watch
+
+    url = f"surrealkv://{folder / 'base'}"
+    db = connect(Settings(url=url))
+    try:
+        import_harness(db, HarnessConfig(dimension=len(docs[0].embedding)))
+        load_corpus(db, docs)
+        load_golden(db, questions)
+        db.query("DELETE seval_ingest")
+        set_watch(db, ks=KS)
+        evaluate(db, ks=KS, intervals=False)
+    finally:
+        db.close()
+    return url
+
+
+def copy(folder: Path, name: str) -> str:
+    target = folder / name
+    if target.exists():
+        shutil.rmtree(target)
+    shutil.copytree(folder / "base", target)
+    return f"surrealkv://{target}"
+
+
+def measure(dataset: str, questions: int, documents: int, rounds: int, folder: Path) -> Result:
+    docs, asked, batches, embeddings = (cisi_set if dataset == "cisi" else debian_set)(questions, documents)
+    print(f"{dataset}: loading {len(docs):,} documents and {len(asked)} questions ...", flush=True)
+    base_store(folder, docs, asked)
+    result = Result(dataset, len(docs), len(asked), documents, embeddings)
+    batch_file = folder / "batches.json"
+    batch_file.write_text(json.dumps(batches))
+    commits = run_child("commit", copy(folder, "commit"), str(batch_file)).said
+    result.commit_on, result.commit_off = commits["on"], commits["off"]
+    first = folder / "first.json"
+    first.write_text(json.dumps([batches[0]]))
+    load_file = folder / "load.jsonl"
+    load_file.write_text("".join(json.dumps(row) + "\n" for row in batches[0]))
     for round_ in range(rounds):
-        watched, unwatched = folder / f"watched-{questions}-{round_}", folder / f"unwatched-{questions}-{round_}"
-        shutil.copytree(base, watched)
-        shutil.copytree(base, unwatched)
-        cli(f"surrealkv://{watched}", "watch", "--k", KS)
-        size.watched.append(cli(f"surrealkv://{watched}", "load", "corpus", str(new)))
-        if "the ingest recorded run" not in size.watched[-1].stdout:
-            raise SystemExit(f"the watched load recorded no run: {size.watched[-1].stdout}")
-        say(f"  watched load   {_line(size.watched[-1])}")
-        size.unwatched.append(cli(f"surrealkv://{unwatched}", "load", "corpus", str(new)))
-        say(f"  unwatched load {_line(size.unwatched[-1])}")
-        size.direct.append(cli(f"surrealkv://{unwatched}", "evaluate", "--k", KS))
-        say(f"  direct         {_line(size.direct[-1])}")
-        size.watched_runs.append(newest_run(watched))
-        size.direct_runs.append(newest_run(unwatched))
-        shutil.rmtree(watched)
-        shutil.rmtree(unwatched)
-    shutil.rmtree(base)
-    return size
+        for name in ("after", "fresh"):
+            url = copy(folder, name)
+            run_child("app-ingest", url, str(first))
+            if name == "after":
+                result.after.append(run_child("after", url, ""))
+            else:
+                result.fresh.append(run_child("fresh", url, ""))
+        url = copy(folder, "load")
+        result.load_after.append(run_child("cli", "--url", url, "load", "corpus", str(load_file)))
+        print(f"  round {round_ + 1}: after {result.after[-1].seconds:.1f} s, fresh {result.fresh[-1].seconds:.1f} s, "
+              f"load+after {result.load_after[-1].seconds:.1f} s", flush=True)
+    return result
 
 
-def format_sizes(sizes: list[Size], rounds: int) -> str:
-    note = f"medians of {rounds} rounds" if rounds > 1 else "one round"
-    lines = [f"### A watched {sizes[0].documents}-document `load corpus` against the same evaluation called directly "
-             f"(CISI, watch --k {KS}, default retrievers and depth; {note}; wall s / CPU s)", "",
-             "| questions watched | watched load | peak RSS MB | unwatched load | evaluation inside the ingest | its run, created to finished "
-             "| direct `evaluate` | peak RSS MB | its run, created to finished | inside / direct, wall | runs, inside / direct |",
-             "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
-    for s in sizes:
-        wall = {name: s.median(name) for name in ("watched", "unwatched", "direct")}
-        cpu = {name: s.median(name, "cpu_seconds") for name in ("watched", "unwatched", "direct")}
-        inside, inside_cpu = wall["watched"] - wall["unwatched"], cpu["watched"] - cpu["unwatched"]
-        runs = {name: s.run_median(name) for name in ("watched", "direct")}
-        lines.append(f"| {s.questions:,} | {wall['watched']:.1f} / {cpu['watched']:.1f} | {s.median('watched', 'peak_rss_mb'):,.0f} "
-                     f"| {wall['unwatched']:.1f} / {cpu['unwatched']:.1f} | {inside:.1f} / {inside_cpu:.1f} | {runs['watched']:.1f} "
-                     f"| {wall['direct']:.1f} / {cpu['direct']:.1f} | {s.median('direct', 'peak_rss_mb'):,.0f} | {runs['direct']:.1f} "
-                     f"| {inside / wall['direct']:.2f} | {runs['watched'] / runs['direct']:.2f} |")
-    lines.append("")
-    for s in sizes:
-        lines.append(f"- {s.questions} questions, round by round: watched runs {json.dumps(s.watched_runs)}; "
-                     f"direct runs {json.dumps(s.direct_runs)}")
-    return "\n".join(lines)
+def show(result: Result) -> None:
+    on, off = statistics.median(result.commit_on), statistics.median(result.commit_off)
+    after, fresh = result.median("after"), result.median("fresh")
+    own_after = statistics.median(p.said["seconds"] for p in result.after)
+    own_fresh = statistics.median(p.said["seconds"] for p in result.fresh)
+    print(f"\n{result.dataset}: {result.documents:,} documents, {result.questions} questions, an ingest of {result.ingest} "
+          f"({result.embeddings} embeddings), medians of {len(result.after)} rounds")
+    print(f"  (a) the writer's commit, watch on / off: {on * 1000:.1f} / {off * 1000:.1f} ms = {on / off:.3f} "
+          f"({len(result.commit_on)} each; goal <= 1.05)")
+    print(f"  (b) the evaluation after the ingest / a fresh full evaluation: {own_after:.2f} / {own_fresh:.2f} s = "
+          f"{own_after / own_fresh:.3f} (as processes: {after:.2f} / {fresh:.2f} s = {after / fresh:.3f})")
+    print(f"      the run after the ingest: {result.after[-1].said['retrieval']}")
+    print(f"      the watched load and its evaluation (`load corpus`, one process) / fresh: "
+          f"{result.median('load_after'):.2f} / {fresh:.2f} s = {result.median('load_after') / fresh:.3f}")
+    print(f"  (c) peak resident memory, after / fresh: {result.median('after', 'peak_rss_mb'):.0f} / "
+          f"{result.median('fresh', 'peak_rss_mb'):.0f} MB; CPU after / fresh: {result.median('after', 'cpu_seconds'):.1f} / "
+          f"{result.median('fresh', 'cpu_seconds'):.1f} s")
 
 
-def commit() -> str:
-    done = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=False,
-                          cwd=Path(__file__).resolve().parent)
-    return done.stdout.strip() or "unknown"
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--questions", default="200,500", help="watched questions, comma-separated (default 200,500)")
-    parser.add_argument("--documents", type=int, default=20, help="documents of the watched load (default 20)")
-    parser.add_argument("--rounds", type=int, default=1)
-    parser.add_argument("--dir", type=Path, help="folder for the collections and stores (default: a temporary one, removed)")
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--child", nargs=3, help=argparse.SUPPRESS)
+    parser.add_argument("--dataset", default="cisi,debian")
+    parser.add_argument("--questions", default="76,500", help="questions per set, in --dataset order")
+    parser.add_argument("--documents", type=int, default=20)
+    parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--json", type=Path)
-    args = parser.parse_args(argv)
-    cisi = _cisi()
-    started, load = time.perf_counter(), os.getloadavg()
-
-    def say(message: str) -> None:
-        print(f"[{time.perf_counter() - started:6.0f} s] {message}", file=sys.stderr, flush=True)
-
-    with tempfile.TemporaryDirectory(prefix="surreal-eval-watch-") as temporary:
-        folder = args.dir or Path(temporary)
-        folder.mkdir(parents=True, exist_ok=True)
-        sizes = [measure(cisi, folder, int(n), args.documents, args.rounds, say) for n in args.questions.split(",")]
-    print(f"# The watched ingest, measured at {commit()} on {os.cpu_count()} cores, "
-          f"{time.strftime('%Y-%m-%d')}, in {time.perf_counter() - started:.0f} s (load average at the start "
-          f"{load[0]:.1f}, at the end {os.getloadavg()[0]:.1f}: other processes share the cores when above 0)\n")
-    print(format_sizes(sizes, args.rounds))
+    args = parser.parse_args()
+    if args.child:
+        said = child(*args.child)
+        print(json.dumps(said), flush=True)
+        os._exit(0)  # the embedded engine may abort at interpreter exit (docs/exit-codes.md)
+    results = []
+    for dataset, questions in zip(args.dataset.split(","), map(int, args.questions.split(",")), strict=True):
+        with tempfile.TemporaryDirectory(prefix=f"watch-{dataset}-") as tmp:
+            results.append(measure(dataset, questions, args.documents, args.rounds, Path(tmp)))
+        show(results[-1])
     if args.json:
-        args.json.write_text(json.dumps([asdict(s) for s in sizes], indent=2, default=str))
-    return 0
+        args.json.write_text(json.dumps([asdict(r) for r in results], indent=2))
+    os._exit(0)
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()

@@ -128,6 +128,11 @@ def lesson(db: Database) -> Database:
     return db
 
 
+def lists_reused(report) -> dict:
+    """How many candidate lists a run used and how many of them it read as kept (RunReport.retrieval)."""
+    return {key: report.retrieval[key] for key in ("lists", "reused")}
+
+
 def snapshot(db: Database) -> dict:
     """Everything a test needs to prove the database did not change: schema and every row."""
     info = db.value("INFO FOR DB")

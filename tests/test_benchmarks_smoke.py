@@ -114,25 +114,35 @@ def test_a_floor_and_full_only_result_formats_with_its_two_rows(measured):
     assert "| H/F | Debian |" not in cost_floor.format_ratios([only], {}) and "| H/F | synthetic |" in cost_floor.format_ratios([only], {})
 
 
-def test_the_watch_benchmark_repeats_cisis_judged_questions_under_new_ids_with_their_judgments(tmp_path):
-    import json
-
+def test_the_watch_benchmark_repeats_cisis_judged_questions_under_new_ids_and_writes_new_documents():
     import watch_scale
 
-    from .datasets import cisi
+    docs, questions, batches, _ = watch_scale.cisi_set(200, 20)
+    ids = [q.id for q in questions]
+    assert len(ids) == len(set(ids)) == 200
+    original = {q.id: q for q in questions if "_copy" not in q.id}
+    assert len(original) == 76  # CISI's judged queries, then their copies with the same text, embedding and labels
+    for q in questions:
+        first = original[q.id.split("_copy")[0]]
+        assert (q.text, q.embedding, q.relevant) == (first.text, first.embedding, first.relevant)
+    known = {d.id for d in docs}
+    new = [row["id"] for batch in batches for row in batch]
+    assert len(batches) == watch_scale.BATCHES and all(len(b) == 20 for b in batches)
+    assert len(new) == len(set(new)) and not known & set(new)  # every batch new records
 
-    watch_scale.write_collection(cisi(), tmp_path / "c", 200)
-    queries = [json.loads(line) for line in (tmp_path / "c" / "queries.jsonl").read_text().splitlines()]
-    vectors = [json.loads(line) for line in (tmp_path / "c" / "embeddings" / "queries.jsonl").read_text().splitlines()]
-    qrels: dict[str, set] = {}
-    for line in (tmp_path / "c" / "qrels" / "test.tsv").read_text().splitlines()[1:]:
-        qid, doc, score = line.split("\t")
-        qrels.setdefault(qid, set()).add((doc, score))
-    ids = [q["_id"] for q in queries]
-    assert len(ids) == len(set(ids)) == 200 and [v["_id"] for v in vectors] == ids and set(qrels) == set(ids)
-    original = {q["_id"]: q for q in queries if "_copy" not in q["_id"]}
-    assert len(original) == 76  # CISI's judged queries, then their copies
-    for q, v in zip(queries, vectors):
-        first = q["_id"].split("_copy")[0]
-        assert q["text"] == original[first]["text"] and qrels[q["_id"]] == qrels[first]
-        assert v["embedding"] == vectors[ids.index(first)]["embedding"]
+
+def test_the_watch_benchmark_measures_a_commit_with_watch_on_and_off_and_the_evaluation_after_it(tmp_path):
+    import watch_scale
+
+    from .conftest import lesson_rows
+
+    articles, questions = lesson_rows()
+    watch_scale.base_store(tmp_path, articles, questions)
+    batches = watch_scale._batches(articles, 2)[:5]
+    (tmp_path / "b.json").write_text(__import__("json").dumps(batches))
+    said = watch_scale.run_child("commit", watch_scale.copy(tmp_path, "c"), str(tmp_path / "b.json")).said
+    assert len(said["on"]) == len(said["off"]) == 2 and all(t > 0 for t in said["on"] + said["off"])
+    url = watch_scale.copy(tmp_path, "after")
+    watch_scale.run_child("app-ingest", url, str(tmp_path / "b.json"))
+    after = watch_scale.run_child("after", url, "")
+    assert after.said["retrieval"]["merged"] == 8 and after.peak_rss_mb > 0

@@ -20,6 +20,7 @@ from surreal_eval.runs.diagnose import diagnose
 from surreal_eval.runs.tune import assign_splits, tune
 from surreal_eval.runs.watch import set_watch
 from surreal_eval.load.bulk import record_ingest
+from surreal_eval.runs.watch import drain_ingests
 from surreal_eval.analysis.slices import slices
 from surreal_eval.analysis.compare import compare_runs
 from surreal_eval.analysis.gate import gate
@@ -101,8 +102,10 @@ def test_split_tune_diagnose_slices_compare_gate_and_watch_read_an_attached_gold
     assert "question:where_parcel" in [d.question for d in comparison.rows[0].broken]
     assert gate(lesson, baseline=a.run, candidate=b.run, metric="recall@3").passed  # one question: not significant
     set_watch(lesson, ks=[1, 3])
-    run = record_ingest(lesson, corpus="article", documents=0, source="the user's ingest")
-    assert run is not None
+    record_ingest(lesson, corpus="article", documents=0, source="the user's ingest")
+    (done,) = drain_ingests(lesson).evaluated
+    run = done.run
+    assert run is not None and done.error is None
     assert lesson.value("SELECT VALUE params.golden FROM ONLY type::record($r)", {"r": run}) == "question"
     assert question_table(lesson) == before
 

@@ -106,7 +106,7 @@ def test_bulk_load_in_bounded_batches_then_indexes_answer(db, monkeypatch):
     assert staging_tables(db) == []
 
 
-def test_loading_into_a_table_with_rows_upserts_by_id_updates_bm25_and_rebuilds_hnsw(seeded):
+def test_loading_into_a_table_with_rows_upserts_by_id_updates_bm25_and_keeps_a_small_load_in_the_hnsw_graph(seeded):
     assert seeded.value("RETURN count(SELECT id FROM seval_article)") == 10
     replaced = Article(id="track_order", title="Where is my parcel", content="zebra crossing", embedding=[0, 0, 1, 0])
     report = load_corpus(seeded, [replaced, doc(1, metadata={"k": "v"})])
@@ -116,8 +116,14 @@ def test_loading_into_a_table_with_rows_upserts_by_id_updates_bm25_and_rebuilds_
     assert row == {"title": "Where is my parcel", "content": "zebra crossing", "embedding": [0.0, 0.0, 1.0, 0.0]}
     assert bm25(seeded, "zebra") == ["track_order"] and bm25(seeded, "word1") == ["d1"]
     assert "track_order" not in bm25(seeded, "carrier")  # its old text is gone from the BM25 index
-    assert seeded.value("INFO FOR INDEX seval_article_embedding ON seval_article")["building"]["initial"] == 11
+    # two rows beside ten: written into the built graph, not a graph built again over every row
+    assert seeded.value("INFO FOR INDEX seval_article_embedding ON seval_article")["building"]["initial"] == 10
+    assert knn(seeded, [0.0, 0.0, 1.0, 0.0], k=1) == ["track_order"] and knn(seeded, doc(1).embedding, k=1) == ["d1"]
     assert seeded.value("RETURN count(SELECT id FROM seval_question)") == 8  # the labels still point at it
+    built = seeded.value("SELECT VALUE vector_built FROM ONLY seval_corpus:seval_article")
+    load_corpus(seeded, [doc(i) for i in range(2, 14)])  # more rows than the table holds: the graph is built again
+    assert seeded.value("INFO FOR INDEX seval_article_embedding ON seval_article")["building"]["initial"] == 23
+    assert seeded.value("SELECT VALUE vector_built FROM ONLY seval_corpus:seval_article") > built
 
 
 def test_a_document_with_empty_text_is_kept(db):

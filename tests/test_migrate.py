@@ -184,6 +184,7 @@ def test_the_watched_ingest_does_not_evaluate_again_and_chunks_and_indexes_move(
         assert db.value("SELECT VALUE [bm25_index, vector_index] FROM ONLY seval_corpus:notes") == ["seval_notes_body", "seval_notes_vec"]
         assert db.value("SELECT VALUE created_by FROM seval_run WHERE label = 'by ci'") == [db.value("RETURN seval_evaluator:ci")]
         assert db.value("SELECT VALUE corpus FROM seval_ingest ORDER BY at") == ["seval_chunk_small", "seval_article"]
+        assert set(db.value("SELECT VALUE state FROM seval_ingest")) <= {"done", "unwatched"}  # none left to evaluate again
         assert db.value("SELECT VALUE doc FROM ONLY seval_chunk_small:`account_locked#0`") == db.value("RETURN seval_article:account_locked")
         assert db.value("SELECT VALUE passages[0].doc FROM ONLY seval_question:rate_limit") == db.value("RETURN seval_article:api_rate_limits")
         # every run on the store as it is (the chunk table, notes, the ingested article) compares with a new one unchanged

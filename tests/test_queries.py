@@ -50,11 +50,13 @@ def test_regressed_questions_names_the_question_that_broke(two_runs):
 
 def test_ingests_with_runs_links_each_ingest_to_its_run(seeded):
     from surreal_eval.load.bulk import record_ingest
-    from surreal_eval.runs.watch import set_watch
+    from surreal_eval.runs.watch import drain_ingests, set_watch
 
-    assert record_ingest(seeded, corpus="seval_article", documents=10) is None  # nothing watched yet
+    record_ingest(seeded, corpus="seval_article", documents=10)  # nothing watched yet: no run
     set_watch(seeded, ks=[1, 3])
-    run = record_ingest(seeded, corpus="seval_article", documents=10, source="batch-2.jsonl")
+    record_ingest(seeded, corpus="seval_article", documents=10, source="batch-2.jsonl")
+    (done,) = drain_ingests(seeded).evaluated
+    run = done.run
     rows = seeded.value("RETURN fn::seval::ingests_with_runs()")
     assert [record_str(r.get("run")) if r.get("run") else None for r in rows] == [run, None]
     assert rows[0]["source"] == "batch-2.jsonl" and rows[0]["means"]

@@ -122,3 +122,43 @@ def test_a_connection_dropped_mid_run_fails_in_one_line_and_records_no_run():
         assert evaluate(direct, ks=[1, 3, 5]).questions > 0  # the store still evaluates (the dead run stays unfinished, unseen)
     finally:
         direct.close()
+
+
+def _settled(db, ingest, seconds: float = 120.0) -> dict:
+    """The ingest row once the server's event settled it (done or failed), waiting up to `seconds`."""
+    import time
+
+    end = time.monotonic() + seconds
+    while True:
+        row = db.value("SELECT state, error, run FROM ONLY $i", {"i": ingest})
+        if row["state"] in ("done", "failed") or time.monotonic() > end:
+            return row
+        time.sleep(0.5)
+
+
+def test_on_a_server_the_async_event_evaluates_after_the_writers_commit():
+    """docs/watch.md: the ingest's transaction commits whatever the evaluation does; the server's ASYNC event
+    evaluates afterwards, records a refusal it foresees on the ingest, and records a run otherwise."""
+    from surreal_eval.runs.watch import set_watch
+
+    settings = server_settings()
+    db = connect(settings)
+    try:
+        import_harness(db, HarnessConfig(dimension=4))
+        seed_own(db)
+        set_watch(db, ks=[1, 3])
+        db.query("CREATE seval_question:ghost CONTENT { text: 'ghost order', embedding: [0.1, 0.2, 0.3, 0.4], relevant: [seval_article:contact_support] }")
+        db.query("DELETE seval_article:contact_support")  # now a label names a record that is gone
+        db.query("BEGIN; CREATE seval_article:new1 CONTENT { title: 'Gift cards', content: 'Gift cards never expire.', "
+                 "embedding: [0.1, 0.6, 0.1, 0.1] }; CREATE seval_ingest CONTENT { corpus: 'seval_article', documents: 1 }; COMMIT;")
+        assert db.value("RETURN record::exists(seval_article:new1)")  # the write committed
+        (ingest,) = db.value("SELECT VALUE id FROM seval_ingest")
+        failed = _settled(db, ingest)
+        assert failed["state"] == "failed" and "seval_article:contact_support" in failed["error"]
+        db.query("DELETE seval_question:ghost")
+        db.query("CREATE seval_ingest CONTENT { corpus: 'seval_article', documents: 0 }")
+        (second,) = db.value("SELECT VALUE id FROM seval_ingest WHERE id != $i", {"i": ingest})
+        done = _settled(db, second)
+        assert done["state"] == "done" and done["run"] is not None
+    finally:
+        db.close()

@@ -25,13 +25,14 @@ from surreal_eval import (
 )
 from surreal_eval.errors import ConfigError, InputError
 from surreal_eval.load.bulk import record_ingest
+from surreal_eval.runs.watch import drain_ingests
 from surreal_eval.present.cli import app
 from surreal_eval.runs.diagnose import diagnose
 from surreal_eval.runs.watch import set_watch
 from surreal_eval.store.schema import harness_config
 from surreal_eval.store.user_retrievers import function_parameters
 
-from .conftest import snapshot, seed_own
+from .conftest import snapshot, seed_own, lists_reused
 from .test_attach import table_state
 
 runner = CliRunner()
@@ -109,7 +110,9 @@ def test_a_function_retriever_is_in_history_compare_gate_diagnose_and_the_report
 
 def test_the_after_ingest_evaluation_runs_a_function_retriever(mine):
     set_watch(mine, ks=[1, 3], retrievers=["mine", "mine_hybrid"])
-    run = record_ingest(mine, corpus="seval_article", documents=1)
+    record_ingest(mine, corpus="seval_article", documents=1)
+    (done,) = drain_ingests(mine).evaluated
+    run = done.run
     recorded = {r.run: r for r in history(mine)}[run]
     assert recorded.trigger == "ingest" and recorded.retrievers == ["mine", "mine_hybrid"]
     by_hand = evaluate(mine, ks=[1, 3], retrievers=["mine", "mine_hybrid"])
@@ -371,7 +374,7 @@ def test_a_function_retrievers_list_is_never_read_from_an_earlier_run(mine):
     names = ["mine", "mine_hybrid"]
     evaluate(mine, ks=[3], retrievers=names)
     again = evaluate(mine, ks=[3], retrievers=names, per_question=True)
-    assert again.retrieval == {"lists": 16, "reused": 8}  # the vector lists only, never mine's
+    assert lists_reused(again) == {"lists": 16, "reused": 8}  # the vector lists only, never mine's
     assert mine.value("SELECT VALUE list FROM seval_candidate_cache GROUP BY list") == ["vector"]
     # the function answers otherwise now: the next run shows it, nothing stale
     mine.query("DEFINE FUNCTION OVERWRITE fn::my_bm25($text: string, $embedding: option<array<number>>, $k: int) -> array "

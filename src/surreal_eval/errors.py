@@ -13,7 +13,9 @@
     ├── EngineCheckFailed            an engine sanity check before a run gave a wrong answer (exit 3)
     ├── EmbeddingFailed              an embedder could not turn texts into vectors       (exit 4)
     ├── EndpointFailed               a search endpoint or reranker failed or answered nonsense (exit 4)
-    └── PermissionDenied             the signed-in user may not do this (an evaluator)  (exit 5)
+    ├── PermissionDenied             the signed-in user may not do this (an evaluator)  (exit 5)
+    └── IngestEvaluationFailed       an evaluation after an ingest failed; the ingest and its records are
+                                     kept, the failure recorded on the ingest row    (exit 6)
 
 Exit 1 is kept for "the gate regressed"; no error exits 1. An interruption (Ctrl-C, KeyboardInterrupt)
 exits 130 with one line saying what the interrupted work kept and what it discarded: the notes that
@@ -41,6 +43,7 @@ __all__ = [
     "EmbeddingFailed",
     "EndpointFailed",
     "PermissionDenied",
+    "IngestEvaluationFailed",
 ]
 
 
@@ -118,6 +121,11 @@ class EngineCheckFailed(SurrealEvalError, exit_code=3):
 
 class PermissionDenied(SurrealEvalError, exit_code=5):
     """The signed-in user is not allowed to do this (an evaluator defining, loading or granting)."""
+
+
+class IngestEvaluationFailed(SurrealEvalError, exit_code=6):
+    """The evaluation after one or more ingests failed (`watch --drain`, or a watched load): the ingests and the
+    records they brought are kept, and each failure is recorded on its ingest row (state failed, error)."""
 
 
 class EmbeddingFailed(SurrealEvalError, exit_code=4):

@@ -70,6 +70,8 @@ LIMITS: dict[str, tuple[type, float, float, str]] = {
     "dev": (float, 0, 1, "the dev share"),
     "seed": (int, 0, 2**31 - 1, "the split seed"),
     "relevance_level": (int, 1, 1_000_000, "the relevance level"),  # the lowest grade binary metrics count
+    "verify_every": (int, 1, 1_000_000, "the after-ingest runs between two verifications"),
+    "every": (float, 0.05, 86_400, "the seconds between two looks for pending ingests"),
 }
 
 

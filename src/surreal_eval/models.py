@@ -23,9 +23,6 @@ __all__ = [
     "EngineCheck",
     "RunReport",
     "RunSummary",
-    "RankedHit",
-    "RetrieverView",
-    "Diagnosis",
     "data_problem",
     "vector_problem",
 ]
@@ -293,7 +290,28 @@ class EngineCheck(BaseModel):
     note: str
 
 
-class RunReport(BaseModel):
+class _AfterChanges(BaseModel):
+    """What a run records of how it was made: its candidate lists, and the corpus changes and ingests it followed."""
+
+    #: {lists, reused, merged, fetched, called, rescored, copied}: how the run got its candidate lists (reused as kept,
+    #: brought up to date with the corpus's changes, fetched from an index, called) and how many questions it scored
+    retrieval: dict[str, Any] | None = None
+    #: the corpus changes the run was made after and the run whose results it reused for questions ranked alike
+    #: ({base, added, text_changed, embedding_changed, removed, ids, since}: surql/incremental.surql); None: a run on
+    #: an unchanged corpus, or one that retrieved every list anew
+    since: dict[str, Any] | None = None
+    #: the ingests the run was made after (`surreal-eval watch`)
+    ingests: list[str] = []
+    #: what a verifying after-ingest run found of the kept lists ({lists, agreed, reused, merged, disagreed, index_own})
+    verification: dict[str, Any] | None = None
+
+    @property
+    def incremental(self) -> bool:
+        """Whether the run was made after corpus changes from lists kept before them (surql/incremental.surql)."""
+        return self.since is not None
+
+
+class RunReport(_AfterChanges):
     """One evaluation run: its means per retriever and k, and optionally every question's result."""
 
     run: str
@@ -311,8 +329,6 @@ class RunReport(BaseModel):
     git_commit: str | None = None
     trigger: str | None = None
     tuning: dict[str, Any] | None = None  # set by `tune`: param, sweep, best, forced
-    #: {lists, reused}: the candidate lists the run used, and how many it read from earlier runs
-    retrieval: dict[str, Any] | None = None
     #: the engine checks made before the run was recorded (empty for a run recorded before them)
     checks: list[EngineCheck] = []
     #: ann_recall@k per k when the run was made with the ANN check (params.ann_check), else empty
@@ -331,7 +347,7 @@ class RunReport(BaseModel):
         return list(rows[0].scores) if rows else []
 
 
-class RunSummary(BaseModel):
+class RunSummary(_AfterChanges):
     """A run as history lists it."""
 
     run: str
@@ -361,34 +377,3 @@ class RunSummary(BaseModel):
             if row.retriever == retriever and row.k == k:
                 return row.scores.get(metric)
         return None
-
-
-class RankedHit(BaseModel):
-    """One record a retriever returned: its rank, score, title and whether it is labelled."""
-
-    rank: int
-    id: str
-    title: str
-    score: float
-    relevant: bool
-    #: the question has a judgment of it, relevant or not (False: nobody judged it); a chunk's is its document's
-    judged: bool = True
-    #: on a chunk table: the document the chunk belongs to (what a label names)
-    doc: str | None = None
-
-
-class RetrieverView(BaseModel):
-    retriever: str
-    hits: list[RankedHit]
-
-
-class Diagnosis(BaseModel):
-    """One question beside what each retriever returned for it (the lesson's diagnosis step)."""
-
-    question: str
-    text: str
-    k: int
-    labels: list[dict[str, Any]]
-    retrievers: list[RetrieverView]
-    #: each document of some retriever's top k that nobody judged, first seen first: the `golden label` command that labels it
-    label_commands: dict[str, str] = {}

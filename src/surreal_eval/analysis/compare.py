@@ -28,6 +28,7 @@ from ..runs.record import load_for_comparison
 from ..grammar import METRICS, MetricSpec, parse_metric
 from ..models import QuestionResult, RunReport
 from ..stats import PairedComparison, paired_test, resolution, sample_warning
+from .blame import Culprit, culprits
 from .changes import Change, golden_warning, label_changes, run_changes, scoring_warnings
 from ..load.labels import LabelChange
 from .inert import parameter_notes
@@ -120,6 +121,9 @@ class Comparison(BaseModel):
     overlap: list[Overlap] = []
     #: per broken question, B's new top-k documents nobody judged (a miss may be a missing label)
     misses: list[Miss] = []
+    #: per broken question, the records that entered its top k (and the ingest that brought each in) and the
+    #: relevant records they pushed out, with ranks (analysis.blame)
+    culprits: list[Culprit] = []
 
 
 class RetrieverComparison(BaseModel):
@@ -341,6 +345,7 @@ def compare_runs(
     comparison.by_source = source_deltas(report_a, report_b, question_sources(db, report_b.run, max(report_b.ks)),
                                          [(r.retriever, r.metric) for r in comparison.rows])
     comparison.overlap, comparison.misses = for_runs(db, report_a, report_b, comparison.rows, retrievers)
+    comparison.culprits = culprits(db, report_a, report_b, comparison.rows)
     compared = list(dict.fromkeys([r.retriever for r in comparison.rows] + [o.retriever for o in comparison.overlap]))
     comparison.notes += rebuilt_index_notes(db, report_a, report_b, compared, comparison.overlap, comparison.changes)
     return comparison

@@ -14,6 +14,7 @@ from ..models import RunReport, RunSummary
 from ..runs.record import load_for_comparison, load_run, resolve_run
 from ..runs.history import history
 from ..store.connection import Database, record_str
+from .blame import culprits
 from .compare import Comparison, compare_reports
 from .overlap import for_runs
 from .slices import Slice, slices
@@ -77,6 +78,7 @@ def report_data(db: Database, *, runs: Iterable[str | RecordID] | None = None, m
         try:
             comparison = compare_reports(previous, latest, metrics=[str(spec)])
             comparison.overlap, comparison.misses = for_runs(db, previous, latest, comparison.rows)
+            comparison.culprits = culprits(db, previous, latest, comparison.rows)
         except ConfigError as error:
             note = f"not compared with the previous run {previous.run}: {error}"
     deltas = []

@@ -162,18 +162,22 @@ def attach_table(
     rows = [r for r in attached_tables(db) if r["table"] != table] + [{**row, "table": table}]
     script = attached_script(sorted(rows, key=lambda r: r["table"]), config)
     # vector_built: when the harness built the table's HNSW graph (now, when it defines the index over rows; kept
-    # while the index stays the one it built), which a run records (fn::seval::corpus_fingerprint)
+    # while the index stays the one it built), which a run records (fn::seval::corpus_fingerprint); state: the
+    # digests the last run found (surql/incremental.surql), kept while the fields read stay the same
     built = records > 0 and "embedding" in defined_roles
     apply(db, "\n".join(defining) + "\nLET $before = type::record('seval_corpus', $table).*;\n"
           "UPSERT type::record('seval_corpus', $table) CONTENT object::extend($row, { vector_built: IF $built { time::now() } "
-          "ELSE IF $before.vector_index = $row.vector_index { $before.vector_built } ELSE { NONE } }) RETURN NONE;\n" + script,
+          "ELSE IF $before.vector_index = $row.vector_index { $before.vector_built } ELSE { NONE }, "
+          "state: IF [$before.content, $before.embedding, $before.title] = [$row.content, $row.embedding, $row.title] "
+          "{ $before.state } ELSE { NONE } }) RETURN NONE;\n" + script,
           {"table": table, "row": row, "built": built})
     record_attached_script(db, script)
     if owned:
         record_owned(db, owned)
     record_analyzers(db)
-    # its lists kept for reuse are of the table as it was attached before (a new graph if indexed now)
-    db.value("RETURN fn::seval::prune_candidate_cache($rebuilt)", {"rebuilt": [table] if defining else []})
+    # its lists kept for reuse are of the table as it was attached before (keyed by its index definitions;
+    # its state, surql/incremental.surql, went with its seval_corpus row: the next run takes it anew)
+    db.value("RETURN fn::seval::prune_candidate_cache()")
     return AttachReport(table=table, **fields, bm25_index=found["content"], vector_index=found.get("embedding"),
                         defined=[n.split(".", 1)[1] for _, n in owned], records=records, missing_content=counts["content"],
                         missing_embedding=counts["embedding"] if fields["embedding"] else 0, parents=parents)

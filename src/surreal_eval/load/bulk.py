@@ -42,10 +42,10 @@ from typing import Any
 from pydantic import BaseModel
 from surrealdb import RecordID
 
-from ..errors import ConfigError, SurrealEvalError, on_interrupt
+from ..errors import ConfigError, on_interrupt
 from ..models import Article, Question
 from ..store.analyzers import table_analyzer
-from ..store.connection import Database, record_str
+from ..store.connection import Database
 from ..store.journal import STAGING_PREFIX, STALE_LOAD, UNDO_PREFIX, recover_loads, remove_staging, staging_tables
 from ..store.schema import DOCUMENTS, HARNESS_SCRIPTS, corpus_tables, harness_config, harness_table, identifier, record_article_indexes, surql_dir
 from .duplicates import OnDuplicate
@@ -54,6 +54,7 @@ from .labels import set_provenance
 from .move import Move, move_all
 from .promote import keep_promoted
 from .rows import DEFAULT_BATCH_SIZE
+from .ingests import existing, mark_ingest, record_ingest
 from .staging import Load, Problems, Progress, stage_documents, stage_questions
 
 log = logging.getLogger(__name__)
@@ -96,9 +97,8 @@ class LoadReport(BaseModel):
     seconds: float = 0.0
     #: the dimension the harness was imported with by this load, if it was missing
     harness_imported: int | None = None
-    #: the run the ingest recorded (surreal-eval watch), and why it could not, if it failed
-    run: str | None = None
-    evaluation_error: str | None = None
+    #: the ingest the load recorded (seval_ingest; evaluated afterwards when watched: runs/watch.py)
+    ingest: str | None = None
 
 
 class DatasetReport(BaseModel):
@@ -174,20 +174,6 @@ def _run(load: Load, body: Callable[[], Any]) -> Any:
             raise
 
 
-def _mark_ingest(load: Load, table: str, documents: int, source: str | None) -> dict[str, Any]:
-    """Record one ingest (which may evaluate, inside the database: a step of its own); its run, or why that failed."""
-    db = load.db
-    stopped = ("the evaluation the ingest started (surreal-eval watch) was stopped and recorded no run: run `surreal-eval evaluate`"
-               if db.settings.is_embedded else "the server went on with the evaluation the ingest started (surreal-eval history shows its run)")
-    try:
-        with on_interrupt(stopped):
-            if db.value("RETURN record::exists(seval_watch:current)"):
-                load.step("evaluating the golden set after the ingest (surreal-eval watch)", 0, 1)
-            return {"run": record_ingest(db, corpus=table, documents=documents, source=source)}
-    except SurrealEvalError as error:  # the documents are loaded; the evaluation after it is what failed
-        return {"evaluation_error": str(error)}
-
-
 def load_corpus(
     db: Database,
     documents: Iterable[Article],
@@ -232,11 +218,12 @@ def load_corpus(
             remove_staging(db)
             return report.model_copy(update={"seconds": load.seconds()})
         load.ensure_harness(analyzer if table == DOCUMENTS else None)
+        existed = existing(db, table, staged)
         move_all(load, [Move(staging, table, corpus=True, analyzer=analyzer)])
         if table == DOCUMENTS:
             record_article_indexes(db, analyzer)
         return report.model_copy(update={"seconds": load.seconds(), "harness_imported": load.harness_imported,
-                                         **_mark_ingest(load, table, len(staged), source)})
+                                         **mark_ingest(load, table, list(staged), existed, source)})
 
     return _run(load, body)
 
@@ -339,6 +326,7 @@ def load_dataset(
         count, labels, q_embedded = stage_questions(load, questions, question_staging, question_problems, staged)
         question_problems.check()
         load.ensure_harness(analyzer)
+        existed = existing(db, DOCUMENTS, staged)
         moves = [Move(doc_staging, DOCUMENTS, corpus=True, analyzer=analyzer)] if staged else []
         moves += [Move(question_staging, QUESTIONS, corpus=False)] if count else []
         move_all(load, moves)
@@ -351,7 +339,7 @@ def load_dataset(
         return DatasetReport(
             corpus=LoadReport(table=DOCUMENTS, loaded=len(staged), embedded=doc_embedded, batches=doc_batches,
                               duplicates=load.dropped[doc_staging], seconds=seconds, harness_imported=load.harness_imported,
-                              **(_mark_ingest(load, DOCUMENTS, len(staged), source) if staged else {})),
+                              **(mark_ingest(load, DOCUMENTS, list(staged), existed, source) if staged else {})),
             golden=LoadReport(table=QUESTIONS, loaded=count, skipped=getattr(read, "skipped", 0),
                               embedded=q_embedded, labels=labels, batches=load.batches - doc_batches,
                               duplicates=load.dropped[question_staging], seconds=seconds),
@@ -381,18 +369,3 @@ def load_beir(
     return load_dataset(db, documents, questions, batch_size=batch_size, embedder=embedder,
                         progress=progress, create_harness=create_harness, source=str(folder), on_duplicate=on_duplicate,
                         analyzer=analyzer)
-
-
-def record_ingest(db: Database, *, corpus: str, documents: int, source: str | None = None) -> str | None:
-    """Mark one ingest of `documents` records into `corpus`; returns the run it triggered, if any.
-
-    An ingest (one batch load of a corpus table, not each row) creates one `ingest` row; the
-    `evaluate_after_ingest` event (surql/evaluate.surql) then records a run inside the database, in
-    the same transaction, when `surreal-eval watch` asked for it (runs.watch).
-    """
-    marker = db.value(
-        "RETURN (CREATE ONLY seval_ingest CONTENT { corpus: $corpus, documents: $documents, source: $source }).id",
-        {"corpus": corpus, "documents": documents, "source": source},
-    )
-    run = db.value("RETURN $marker.run", {"marker": marker})
-    return record_str(run) if isinstance(run, RecordID) else None

@@ -26,7 +26,8 @@ from typing import Any, Optional
 
 from pydantic import BaseModel
 
-from ..errors import ConfigError, InputError, PermissionDenied, on_interrupt
+from ..errors import ConfigError, InputError, on_interrupt
+from ..store.access import require_owner
 from ..store.connection import Database, record_str
 from .chat import OpenAIChat
 from .embedding import Embedder
@@ -103,9 +104,7 @@ def sample_passages(passages: list[dict[str, Any]], count: int, *, seed: int = 0
 
 
 def _owner(db: Database) -> None:
-    if db.value("RETURN $auth != NONE"):
-        raise PermissionDenied("golden generate writes questions into the golden set: an evaluator account may not; "
-                               "sign in as an owner to do it")
+    require_owner(db, "golden generate writes questions into the golden set")
 
 
 def generate_questions(db: Database, chat: OpenAIChat, embedder: Embedder | None, *, count: int, seed: int = 0,

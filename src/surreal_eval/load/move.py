@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from ..errors import QueryFailed, SurrealEvalError
@@ -17,13 +17,15 @@ __all__ = ["Move", "move_all"]
 
 @dataclass(frozen=True)
 class Move:
-    """Staged rows to move into `target`; a corpus table loses its HNSW index while they move."""
+    """Staged rows to move into `target`; a corpus table loses its HNSW index while they move, unless the graph
+    is kept (`keep_graph`: a few rows into a table whose graph is built go into that graph as they are written)."""
 
     staging: str
     target: str
     corpus: bool
     #: the analyzer of a corpus table's BM25 index (store/analyzers.table_analyzer)
     analyzer: str = DEFAULT_ANALYZER
+    keep_graph: bool = False
 
     @property
     def undo(self) -> str:
@@ -46,9 +48,10 @@ def _begin(move: Move, position: int, dimension: int, described: dict[str, Any])
     if not move.corpus:
         return opening
     indexes = described.get(move.target, {}).get("indexes", {})
-    statements = [opening, corpus_template("corpus", move.target, dimension),
-                  statement("REMOVE INDEX IF EXISTS {{vectors}} ON {{corpus}};", corpus=move.target,
-                       vectors=f"{move.target}_embedding")]
+    statements = [opening, corpus_template("corpus", move.target, dimension)]
+    if not move.keep_graph:
+        statements.append(statement("REMOVE INDEX IF EXISTS {{vectors}} ON {{corpus}};", corpus=move.target,
+                                    vectors=f"{move.target}_embedding"))
     if analyzer_of(indexes.get(f"{move.target}_content")) != move.analyzer:  # missing, or another analyzer
         statements.append(index_statements(move.target, dimension, move.analyzer)[f"{move.target}_content"])
     return "\n".join(statements)
@@ -58,7 +61,7 @@ def _finish(move: Move) -> str:
     """Statements closing a move whose rows are all in place: a corpus table goes on to 'indexing'.
     (Its staging and undo tables are removed after, each in a statement of its own: removing every
     row of a large table is a large write, and leftovers are removed by the next load or open.)"""
-    if move.corpus:
+    if move.corpus and not move.keep_graph:
         return statement("UPDATE type::record('seval_ingest_journal', '{{target}}') SET state = 'indexing' RETURN NONE;",
                     target=move.target)
     return statement("DELETE type::record('seval_ingest_journal', '{{target}}');", target=move.target)
@@ -78,6 +81,7 @@ def move_all(load: Load, moves: list[Move]) -> None:
     keys = [db.value("SELECT VALUE record::id(id) FROM type::table($t)", {"t": m.staging}) for m in moves]
     tables = db.value("INFO FOR DB")["tables"]
     described = {m.target: db.value(statement("INFO FOR TABLE {{t}}", t=m.target)) for m in moves if m.target in tables}
+    moves = [replace(m, keep_graph=_keeps_graph(db, m, len(k), described)) for m, k in zip(moves, keys)]
     dimension = load.dimension or 0
     begin = "\n".join(_begin(m, i, dimension, described) for i, m in enumerate(moves))
     finish = "\n".join(_finish(m) for m in moves)
@@ -105,13 +109,30 @@ def move_all(load: Load, moves: list[Move]) -> None:
     load.moved.update({m.target: len(k) for m, k in zip(moves, keys)})  # in place now, whatever follows
     remove_staging(db)
     for move in moves:
-        if move.corpus:
+        if move.corpus and not move.keep_graph:
             _build_indexes(load, move.target)
     if any(move.corpus for move in moves):
         record_analyzers(db)
-    # the candidate lists kept for reuse (surql/candidate_cache.surql) that the load made stale
-    rebuilt = [m.target for m in moves if m.corpus]
-    db.value("RETURN fn::seval::prune_candidate_cache($rebuilt)", {"rebuilt": rebuilt})
+    # the candidate lists kept for reuse (surql/candidate_cache.surql) that the load made unusable (a vector
+    # list of the state before the load is kept: the next run brings it up to date, surql/incremental.surql)
+    db.value("RETURN fn::seval::prune_candidate_cache()")
+
+
+#: A move of at most this many rows, and at most half as many as the table holds, writes them into the table's
+#: built HNSW graph as it goes instead of building the graph again over every row (20 rows into the
+#: 20,000-document Debian set: the rebuild was most of the load). A larger one builds the graph again.
+KEEP_GRAPH_ROWS = 1000
+
+
+def _keeps_graph(db: Any, move: Move, rows: int, described: dict[str, Any]) -> bool:
+    """Whether `move` (of `rows` rows) keeps its table's HNSW graph: a corpus table whose graph is built and
+    ready, and a move small beside it (KEEP_GRAPH_ROWS)."""
+    index = f"{move.target}_embedding"
+    if not move.corpus or rows > KEEP_GRAPH_ROWS or index not in described.get(move.target, {}).get("indexes", {}):
+        return False
+    built = db.value(statement("INFO FOR INDEX {{index}} ON {{table}}", index=index, table=move.target)).get("building", {})
+    held = db.value("RETURN count(SELECT id FROM type::table($t))", {"t": move.target})
+    return built.get("status") == "ready" and not built.get("pending") and rows * 2 <= held
 
 
 def _build_indexes(load: Load, table: str) -> None:

@@ -96,6 +96,18 @@ def _overlap(console: Console, overlap: list[Overlap], misses: list[Miss], a: st
             console.print(f"  {command}", markup=False, highlight=False, soft_wrap=True)
 
 
+def show_culprits(console: Console, culprits: list, *, limit: int = 10) -> None:
+    """For each broken question (largest fall first, `limit` of them): the records that entered its top k, the
+    ingest that brought each in, and the relevant records they pushed out (analysis.blame)."""
+    if not culprits:
+        return
+    console.print("what broke them (the records that entered each broken question's top k, and what they pushed out):")
+    for culprit in culprits[:limit]:
+        console.print(f"  {culprit.text}", markup=False, highlight=False)
+    if len(culprits) > limit:
+        console.print(f"  ... and {len(culprits) - limit} more (--json lists them all: culprits)")
+
+
 def show_comparison(console: Console, comparison: Comparison) -> None:
     """What changed between the runs, the paired difference per retriever and metric, and the questions fixed and broken."""
     c = comparison
@@ -135,6 +147,7 @@ def show_comparison(console: Console, comparison: Comparison) -> None:
     else:
         console.print("no question is judged in both runs: no metric to compare, only how far the rankings moved")
     _overlap(console, c.overlap, c.misses)
+    show_culprits(console, c.culprits)
 
 
 def show_retriever_comparison(console: Console, comparison: RetrieverComparison) -> None:

@@ -13,7 +13,7 @@ from typer._click import ClickException  # typer vendors click: its usage errors
 from . import (  # noqa: F401 - registering is importing
     commands_analysis, commands_generate, commands_golden, commands_history, commands_golden_log, commands_golden_promote, commands_judge,
     commands_load, commands_retrievers,
-    commands_runs, commands_supplied,
+    commands_runs, commands_supplied, commands_watch,
 )
 from ..errors import SurrealEvalError
 from .app import app, err, state
@@ -33,6 +33,7 @@ EXIT_CODES = {
     3: "connection or store: unreachable, refused credentials, busy store, a failed query",
     4: "an embedder, search endpoint, reranker or chat model failed",
     5: "permission denied: the signed-in user may not do this",
+    6: "an evaluation after an ingest failed (the ingest is kept; its row records the error)",
     70: "internal error (a bug: the traceback is printed)",
     130: "interrupted (Ctrl-C)",
 }

@@ -22,22 +22,26 @@ def history(
     limit: Annotated[Optional[int], typer.Option(help="Show only the last N runs.")] = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Print the run trend: one line per finished run, with the k of every figure (--json: each run's
-    `shown` lists them, {retriever, metric, k, value})."""
+    """Print the run trend: one line per finished run, with the k of every figure, and in its place each ingest no
+    run settled: failed with its error, or pending (--json: entries of kind run, whose `shown` lists the figures
+    {retriever, metric, k, value}, and of kind ingest)."""
     from . import run_tables as display
-    from ..runs.history import history as read_history, shown
+    from ..runs.history import history as read_history, shown, unsettled_ingests
 
     if limit is not None:
         checked(lambda: check_number("limit", limit))
     name, at = (metric, None) if "@" not in metric else tuple(checked(lambda: parse_metric(metric)))
     if "@" not in metric:
         checked(lambda: parse_metric(f"{metric}@1"))
-    runs = with_db(lambda db: read_history(db, limit=limit))
+    runs, ingests = with_db(lambda db: (read_history(db, limit=limit), unsettled_ingests(db, limit=limit)))
+    if runs and ingests:  # ingests in the span of the runs shown, and any after them
+        ingests = [i for i in ingests if i.at >= runs[0].created_at or limit is None]
     if as_json:
-        out.print_json(data=[{**r.model_dump(mode="json"), "shown": [f.model_dump() for f in shown(r, name, at)]}
-                             for r in runs])
+        entries = [(r.created_at, {"kind": "run", **r.model_dump(mode="json"), "shown": [f.model_dump() for f in shown(r, name, at)]})
+                   for r in runs] + [(i.at, {"kind": "ingest", **i.model_dump(mode="json")}) for i in ingests]
+        out.print_json(data=[entry for _, entry in sorted(entries, key=lambda e: e[0])])
         return
-    display.show_history(out, runs, name, at)
+    display.show_history(out, runs, name, at, ingests)
 
 
 @app.command()

@@ -13,7 +13,8 @@ from ..load.rows import DEFAULT_BATCH_SIZE
 
 if TYPE_CHECKING:
     from ..store.connection import Database
-from .app import AnalyzerOpt, app, checked, err, fail, load_app, out, plain, table_name, with_db
+from .app import AnalyzerOpt, app, checked, fail, load_app, out, plain, table_name, with_db
+from .commands_watch import after_ingest
 from .progress import Progress
 
 T = TypeVar("T")
@@ -86,14 +87,6 @@ DuplicateOpt = Annotated[OnDuplicate, typer.Option(
 SplitHelp = "BEIR: which qrels/<split>.tsv (default test); the split given to questions that name none."
 
 
-def _ingest_note(report) -> None:
-    """Say which run the ingest recorded (surreal-eval watch), or that its evaluation failed."""
-    if report.run:
-        plain(out, f"the ingest recorded run {report.run} (surreal-eval history)")
-    if report.evaluation_error:
-        plain(err, f"warning: loaded, but the evaluation after the ingest failed: {report.evaluation_error}")
-
-
 @load_app.command("corpus")
 def load_corpus(
     path: Annotated[Path, typer.Argument(help="JSONL or CSV file ({id, title, content or text, embedding?, ...}), or a BEIR folder.")],
@@ -119,7 +112,7 @@ def load_corpus(
         analyzer=analyzer), model)
     what = "articles" if report.table == "seval_article" else "documents"
     plain(out, f"loaded {_loaded(report, what)} into {report.table} from {path} in {report.seconds:.1f} s{_harness_note(report)}")
-    _ingest_note(report)
+    after_ingest(report.ingest)
 
 
 @load_app.command("golden")
@@ -179,7 +172,7 @@ def load_beir(
     if golden.skipped:
         plain(out, f"skipped {golden.skipped} quer{'y' if golden.skipped == 1 else 'ies'} of queries.jsonl with no relevant "
                    f"judgment in qrels/{split}.tsv (not loaded; trec_eval would count such a query as 0)")
-    _ingest_note(corpus)
+    after_ingest(corpus.ingest)
 
 
 @app.command()
@@ -201,6 +194,7 @@ def chunk(
     model = checked(lambda: embedder_from_spec(embedder))
     report = with_db(lambda db: chunk_corpus(db, source=source, target=target, size=size, overlap=overlap, embedder=model))
     plain(out, f"cut {source} into {report.loaded} chunks in {target} (size {size} words, overlap {overlap} words)")
+    after_ingest(report.ingest)
 
 
 @app.command()

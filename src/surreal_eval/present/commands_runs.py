@@ -1,4 +1,4 @@
-"""Commands that run and read evaluations: demo, init, migrate, evaluate, diagnose, export, watch, split, tune, grant
+"""Commands that run and read evaluations: demo, init, migrate, evaluate, diagnose, export, split, tune, grant
 (history, tags and pruning: commands_history.py)."""
 
 from __future__ import annotations
@@ -288,33 +288,6 @@ def export_qrels(
     count = with_db(lambda db: _write_lines(export_qrels_trec(db, run=run, golden=_golden(golden)["golden"]), output))
     if output is not None:
         plain(err, f"wrote {count} lines to {output}")
-
-
-@app.command()
-def watch(
-    k: Annotated[str, typer.Option("--k", help="Cutoffs to evaluate after each ingest.")] = "1,3,5,10",
-    retriever: RetrieversOpt = None,
-    floor: FloorOpt = None,
-    rrf_k: RrfOpt = None,
-    relevance_level: LevelOpt = None,
-    ignore_identical_ids: IdenticalOpt = False,
-    golden: GoldenOpt = None,
-    dangling_labels: DanglingOpt = None,
-    judgments: JudgmentsOpt = None,
-    off: Annotated[bool, typer.Option("--off", help="Stop evaluating after ingests.")] = False,
-) -> None:
-    """Evaluate inside the database after every ingest (each `load corpus` records a run by itself)."""
-    from ..runs.watch import clear_watch, set_watch
-
-    if off:
-        with_db(clear_watch)
-        plain(out, "ingests no longer evaluate")
-        return
-    ks = checked(lambda: parse_ks(k))
-    with_db(lambda db: set_watch(db, ks=ks, retrievers=retriever, params={"floor": floor, "rrf_k": rrf_k,
-                                                                         **_scoring(relevance_level, ignore_identical_ids),
-                                                                         **_golden(golden, dangling_labels, judgments)}))
-    plain(out, f"every ingest now records a run at k = {', '.join(map(str, ks))}")
 
 
 @app.command()

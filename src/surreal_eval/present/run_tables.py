@@ -11,9 +11,11 @@ from rich.markup import escape
 from rich.table import Table
 
 from ..errors import one_line
-from ..models import Diagnosis, RunReport, RunSummary
+from ..models import RunReport, RunSummary
+from ..runs.diagnose import Diagnosis
 from ..store.migrate_prefix import MigrationReport
 from ..store.registry import Retriever
+from ..store.record_ids import record_str
 from ..analysis.sources import SourceMean
 from .fit_tables import Column, print_table
 from .source_tables import mixed, show_headline
@@ -78,9 +80,9 @@ def show_report(console: Console, report: RunReport, *, per_question: bool = Fal
             + ", ".join(f"{m} {v:.4f}" for m, v in steps.items())
         )
     if report.retrieval:
-        used = report.retrieval
-        console.print(f"candidate lists: {used['reused']} of {used['lists']} read from earlier runs (inputs unchanged), "
-                      f"{used['lists'] - used['reused']} retrieved")
+        console.print(retrieval_line(report), markup=False)
+    if report.since:
+        console.print(incremental_line(report), markup=False)
     if report.warning:
         console.print(f"[yellow]warning: {escape(report.warning)}[/yellow]")
     for line in golden_notes(report):
@@ -189,9 +191,30 @@ def _with_interval(row, metric: str) -> str:
     return value if bounds is None else f"{value} [{bounds.low:.2f}, {bounds.high:.2f}]"
 
 
-def show_history(console: Console, runs: list[RunSummary], metric: str, k: int | None) -> None:
+def retrieval_line(report: RunReport) -> str:
+    """How the run got its candidate lists: read as kept, brought up to date with the corpus's changes, retrieved."""
+    used = report.retrieval or {}
+    merged = used.get("merged", 0)
+    return (f"candidate lists: {used['reused']} of {used['lists']} read from earlier runs (inputs unchanged), "
+            + (f"{merged} brought up to date with the corpus's changes, " if merged else "")
+            + f"{used['lists'] - used['reused'] - merged} retrieved")
+
+
+def incremental_line(report: RunReport) -> str:
+    """What an incremental run was made after, and how many questions it scored again."""
+    since, used = report.since or {}, report.retrieval or {}
+    changed = [f"{since.get(key, 0)} {what}" for key, what in (("added", "added"), ("text_changed", "with new text"),
+               ("embedding_changed", "with new embeddings"), ("removed", "removed")) if since.get(key)]
+    base = since.get("base")
+    scored = (f"; {used.get('rescored', report.questions)} of {report.questions} questions scored again, the rest as in {record_str(base)}"
+              if base else "; every question scored (no earlier run with the same settings)")
+    return f"incremental: after {', '.join(changed) or 'no change'} records{scored}"
+
+
+def show_history(console: Console, runs: list[RunSummary], metric: str, k: int | None, ingests: list | None = None) -> None:
     """One line per run: when, label, questions, and `metric`@k per retriever (k given, else each run's deepest k:
-    in the title when every run shares it, else in a column k beside the figures, so no two k read as one)."""
+    in the title when every run shares it, else in a column k beside the figures, so no two k read as one); a run
+    made incrementally after ingests is marked; an ingest no run settled (failed, pending) has a line in its place."""
     from ..runs.history import shown
 
     retrievers: list[str] = []
@@ -210,15 +233,26 @@ def show_history(console: Console, runs: list[RunSummary], metric: str, k: int |
                *([Column("k", "right", key=True)] if by_row else []), *(Column(_plain(name), "right") for name in retrievers)]
     rows = []
     for run, row in zip(runs, figures, strict=True):
-        rows.append([
+        rows.append((run.created_at, [
             _plain(run.run), _plain(", ".join(run.tags)), run.created_at.strftime("%Y-%m-%d %H:%M:%S"),
             _plain(run.label or "") + (escape(" [FORCED: tuned and reported on the same questions]")
-                                       if run.tuning and run.tuning.get("forced") else ""),
+                                       if run.tuning and run.tuning.get("forced") else "")
+            + (escape(" [incremental]") if run.incremental else ""),
             str(run.questions),
             *([str(max(run.ks))] if by_row else []),
             *(_fmt(row[name].value if name in row else None) for name in retrievers),
-        ])
-    print_table(console, columns, rows, title=title)
+        ]))
+    for ingest in ingests or []:
+        said = "evaluation failed (below)" if ingest.state == "failed" else f"{ingest.state}: not evaluated yet"
+        rows.append((ingest.at, [_plain(ingest.ingest), "", ingest.at.strftime("%Y-%m-%d %H:%M:%S"),
+                                 _plain(f"ingest of {ingest.documents} into {ingest.corpus}: {said}"), "",
+                                 *([""] if by_row else []), *("" for _ in retrievers)]))
+    print_table(console, columns, [r for _, r in sorted(rows, key=lambda r: r[0])], title=title)
+    for ingest in ingests or []:
+        if ingest.state == "failed":
+            console.print(f"{ingest.ingest} failed: {ingest.error}", markup=False, highlight=False, soft_wrap=True)
+    if any(i.state != "failed" for i in ingests or []):
+        console.print("pending ingests are evaluated by the server's event, a watched load, or `surreal-eval watch --drain`")
 
 
 def show_registry(console: Console, rows: list[Retriever]) -> None:

@@ -5,14 +5,47 @@ from __future__ import annotations
 import shlex
 from typing import Any
 
+from pydantic import BaseModel
+
 from ..store.connection import Database, record_str
 from ..store.golden import golden_set, question_id
 from ..errors import ConfigError, NotFound, Rejected
 from ..grammar import check_number, check_params
 from ..store.registry import resolve_retrievers
-from ..models import Diagnosis, RankedHit, RetrieverView
 
-__all__ = ["default_golden", "diagnose", "label_command"]
+
+class RankedHit(BaseModel):
+    """One record a retriever returned: its rank, score, title and whether it is labelled."""
+
+    rank: int
+    id: str
+    title: str
+    score: float
+    relevant: bool
+    #: the question has a judgment of it, relevant or not (False: nobody judged it); a chunk's is its document's
+    judged: bool = True
+    #: on a chunk table: the document the chunk belongs to (what a label names)
+    doc: str | None = None
+
+
+class RetrieverView(BaseModel):
+    retriever: str
+    hits: list[RankedHit]
+
+
+class Diagnosis(BaseModel):
+    """One question beside what each retriever returned for it (the lesson's diagnosis step)."""
+
+    question: str
+    text: str
+    k: int
+    labels: list[dict[str, Any]]
+    retrievers: list[RetrieverView]
+    #: each document of some retriever's top k that nobody judged, first seen first: the `golden label` command that labels it
+    label_commands: dict[str, str] = {}
+
+
+__all__ = ["Diagnosis", "RankedHit", "RetrieverView", "default_golden", "diagnose", "label_command"]
 
 
 def default_golden(db: Database) -> str | None:

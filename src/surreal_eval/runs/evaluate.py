@@ -10,6 +10,7 @@ from typing import Any, Callable, Sequence
 
 from ..errors import EngineCheckFailed, on_interrupt
 from ..store.connection import Database, record_str
+from ..store.record_ids import to_record
 from ..store.golden import golden_rows, golden_set
 from ..grammar import DEFAULT_KS, check_number, check_params
 from ..store.registry import resolve_retrievers
@@ -48,6 +49,9 @@ def evaluate(
     supplied: Supplied | None = None,
     rerank: Rerank | None = None,
     record: bool = True,
+    ingests: Sequence[Any] | None = None,
+    keep_lists: bool = True,
+    verify: bool = False,
 ) -> RunReport:
     """Evaluate the golden set in the database (fn::seval::run_evaluation), record the run, return its report.
 
@@ -69,6 +73,12 @@ def evaluate(
     With `record=False` the run is scored, read back (report.recorded False) and discarded: nothing
     enters history, no engine check or provenance is kept; only the candidate lists it fetched are
     kept, which a later run on the same inputs would fetch and store exactly the same.
+
+    After the corpus changed, kept vector lists are brought up to date and only the questions ranked
+    otherwise are scored again (surql/incremental.surql; the report's `since` and `retrieval` say how).
+    `ingests` names the ingests (seval_ingest ids) the run is made after (runs/watch.py); `keep_lists=False`
+    stores no list it fetched (a fresh run beside an incremental chain, leaving the chain's lists as they
+    were); `verify` (with `fresh`) compares every kept list with the list fetched (`watch --verify-every`).
     """
     run: Any = None  # the run, once started (what an interruption says it kept: _interrupted)
     with on_interrupt(lambda: _interrupted(db, run)):
@@ -89,7 +99,9 @@ def evaluate(
         if rerank:  # each retriever followed by its reranked list
             names = sorted(names, key=lambda n: names.index(n.removesuffix(SUFFIX)) + 0.5 * n.endswith(SUFFIX))
         # the engine version keys the engine checks kept between runs (surql/checks.surql: engine_check)
-        given.update(trigger=trigger, git_commit=git_commit(), engine=db.engine_version(), **({"fresh": True} if fresh else {}))
+        given.update(trigger=trigger, git_commit=git_commit(), engine=db.engine_version(), **({"fresh": True} if fresh else {}),
+                     **({"ingests": [to_record(i, "seval_ingest") for i in ingests]} if ingests else {}),
+                     **({"store_lists": False} if not keep_lists else {}), **({"verify": True} if verify else {}))
         if supplied:
             given["supplied"] = {**supplied.record, "names": list(supplied.rankings)}
         # runs left unfinished by a killed process or a dropped connection are invisible; clear them:

@@ -27,7 +27,8 @@ from typing import Any, Optional
 from pydantic import BaseModel
 
 from ..kappa import Agreement, agreement
-from ..errors import InputError, PermissionDenied, on_interrupt
+from ..errors import InputError, on_interrupt
+from ..store.access import require_owner
 from ..load.chat import OpenAIChat
 from ..load.generate import PASSAGE_CHARS
 from ..load.labels import who
@@ -76,8 +77,7 @@ def _fill(template: str, values: dict[str, str]) -> str:
 
 
 def _owner(db: Database) -> None:
-    if db.value("RETURN $auth != NONE"):
-        raise PermissionDenied("golden judge writes model judgments: an evaluator account may not; sign in as an owner to do it")
+    require_owner(db, "golden judge writes model judgments")
 
 
 def agreement_sample(judged: list[dict[str, Any]], count: int, *, seed: int = 0) -> list[dict[str, Any]]:

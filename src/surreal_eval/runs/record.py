@@ -71,10 +71,11 @@ def load_for_comparison(db: Database, ref: str | RecordID) -> RunReport:
 def run_fields(row: dict) -> dict:
     """What a RunReport and a RunSummary both take from a finished seval_run row, its means as MetricRows."""
     order, names = run_order(row["retrievers"]), run_metrics(row)
-    keys = ("label", "golden", "corpus", "git_commit", "trigger", "tuning", "retrieval")
+    keys = ("label", "golden", "corpus", "git_commit", "trigger", "tuning", "retrieval", "since", "verification")
     return {"run": record_str(row["id"]), "created_at": row["created_at"], "questions": row["questions"],
             "ks": row["ks"], "retrievers": row["retrievers"], "params": row.get("params") or {},
             "results": [MetricRow(**m, scores=ordered(m["metrics"], names)) for m in sorted(row["means"], key=order)],
+            "ingests": [record_str(i) for i in row.get("ingests") or []],
             **{key: row.get(key) for key in keys}}
 
 

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from ..errors import Rejected, SurrealEvalError
+from ..errors import PermissionDenied, Rejected, SurrealEvalError
 from .connection import Database
 from .schema import identifier, statement
 
-__all__ = ["grant_evaluator", "make_strict", "revoke_evaluator"]
+__all__ = ["grant_evaluator", "make_strict", "require_owner", "revoke_evaluator"]
 
 
 def make_strict(db: Database) -> None:
@@ -38,3 +38,10 @@ def grant_evaluator(db: Database, name: str, password: str) -> None:
 def revoke_evaluator(db: Database, name: str) -> None:
     """Delete evaluator account `name`."""
     db.query("RETURN fn::seval::revoke_evaluator($name)", {"name": identifier(name, what="evaluator name")})
+
+
+def require_owner(db: Database, doing: str) -> None:
+    """Refuse (PermissionDenied, exit 5) a record user, the evaluator account, before anything is written:
+    `doing` says what the command writes, e.g. "golden judge writes model judgments"."""
+    if db.value("RETURN $auth != NONE"):
+        raise PermissionDenied(f"{doing}: an evaluator account may not; sign in as an owner to do it")

@@ -274,8 +274,10 @@ def _move(db: Database, plan: _Plan) -> MigrationReport:
     endpoints = db.value("SELECT VALUE record::id(id) FROM retriever_endpoint ORDER BY id")
     copy_rows(db, "retriever_endpoint", "seval_endpoint", plan.tables)
     watch = copy_rows(db, "eval_watch", "seval_watch", plan.tables, fix=lambda r: _corpus_named(r, plan, "params", "corpus"))
-    # imported: an ingest row created again must not evaluate (the seval_evaluate_after_ingest event)
-    ingests = copy_rows(db, "ingest", "seval_ingest", plan.tables, fix=lambda r: _corpus_named(r, plan, "corpus"), imported=True)
+    # imported: an ingest row created again must not evaluate (the seval_evaluate_after_ingest event); it was
+    # evaluated then (done) or nothing was watched (unwatched), never pending
+    ingests = copy_rows(db, "ingest", "seval_ingest", plan.tables, imported=True,
+                        fix=lambda r: {**_corpus_named(r, plan, "corpus"), "state": "done" if r.get("run") else "unwatched"})
     return MigrationReport(
         migrated=True, runs=runs, rankings=rankings, golden_carried=carried.golden_carried, golden_other=carried.golden_other,
         corpus_carried=carried.corpus_carried, questions=questions,

@@ -56,8 +56,8 @@ __all__ = [
 #: The files that make up the harness, in the order they are applied. corpus and corpus_indexes
 #: are templates of one corpus table, applied here for `article` (and by define_corpus for others).
 HARNESS_SCRIPTS = ("analyzers", "schema", "golden", "labels", "promote", "generate", "judge", "corpus", "corpus_indexes", "ingest", "retrievers", "tune_ef", "attached", "user_retrievers",
-                   "supplied", "endpoints", "rerank", "registry", "metrics", "scoring", "history", "candidate_cache", "ann_check", "checks",
-                   "evaluate", "queries", "runs", "tags", "prune", "access")
+                   "supplied", "endpoints", "rerank", "registry", "metrics", "scoring", "history", "candidate_cache", "incremental", "incremental_bm25", "ann_check",
+                   "checks", "evaluate", "watch", "queries", "runs", "tags", "prune", "access")
 #: The script rendered with one branch per attached table (see attached_script).
 ATTACHED_SCRIPT = "attached"
 CORPUS_SCRIPTS = ("corpus", "corpus_indexes")
@@ -155,7 +155,7 @@ def import_harness(db: Database, config: HarnessConfig, *, skip_unchanged: bool 
     db.value("RETURN fn::seval::record_import($config, $checksums)", {"config": config.model_dump(), "checksums": checksums})
     record_owned(db, names)
     record_analyzers(db)
-    db.value("RETURN fn::seval::prune_candidate_cache([])")  # the candidate lists kept for reuse that can no longer match
+    db.value("RETURN fn::seval::prune_candidate_cache()")  # the candidate lists kept for reuse that can no longer match
     return applied
 
 

@@ -1,0 +1,183 @@
+"""Evaluate after every ingest: `watch` (settings, --drain, --follow), and what a watched load says after its commit."""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Annotated, Optional
+
+import typer
+
+from ..errors import ConfigError, IngestEvaluationFailed, on_interrupt
+from ..grammar import check_number, parse_ks
+from .app import DanglingOpt, GoldenOpt, JsonOpt, JudgmentsOpt, LevelOpt, app, checked, err, fail, out, plain, state, with_db
+from .commands_runs import FloorOpt, IdenticalOpt, RetrieversOpt, RrfOpt, _golden, _scoring
+from .progress import Progress
+
+if TYPE_CHECKING:
+    from ..runs.watch import DrainReport, IngestRun
+    from ..store.connection import Database
+
+__all__ = ["after_ingest", "watch"]
+
+
+def _said(done: IngestRun) -> str:
+    """One line: what the evaluation after ingests did (its run and how much it recomputed), or why it failed."""
+    which = ", ".join(done.ingests)
+    head = f"{'ingest' if len(done.ingests) == 1 else 'ingests'} {which} ({done.documents} records into {done.corpus})"
+    if done.error is not None:
+        return f"the evaluation after {head} failed: {done.error}"
+    r = done.retrieval or {}
+    how = ("every list retrieved anew" if done.fresh else
+           f"{r.get('reused', 0)} lists reused, {r.get('merged', 0)} merged, {r.get('fetched', 0)} fetched"
+           + (f", {r['called']} called" if r.get("called") else ""))
+    copied = (f"; {r.get('rescored', 0)} questions scored again, {r.get('copied', 0)} as in {done.since['base']}"
+              if done.since and done.since.get("base") and not done.fresh else "")
+    line = f"the ingest recorded run {done.run} after {head}: {how}{copied}"
+    if done.verification:
+        v = done.verification
+        line += (f"; verified: {v['agreed']} of {v['lists']} kept lists agreed with the lists fetched anew"
+                 + (f" ({v['index_own']} of the {v['disagreed']} that did not were the index's own: its list differs from the exact one)"
+                    if v["disagreed"] else ""))
+    return line
+
+
+def _show_drain(db: Database, report: DrainReport, *, culprits: bool = True) -> None:
+    """Each evaluation of the drain in one line, and for a run that got worse than the one it follows, what broke it."""
+    for done in report.evaluated:
+        plain(out if done.error is None else err, ("warning: " if done.error is not None else "") + _said(done))
+        if culprits and done.run and done.since and done.since.get("base"):
+            _show_worse(db, done.since["base"], done.run)
+
+
+def _show_worse(db: Database, base, run: str) -> None:
+    """The questions `run` ranked worse than `base` (the run it follows), with the records that broke each."""
+    from ..analysis.compare import compare_runs
+    from ..store.connection import record_str
+    from .analysis_tables import show_culprits
+
+    comparison = compare_runs(db, record_str(base), run)
+    fell = [r for r in comparison.rows if r.broken]
+    if fell:
+        worst = sorted(fell, key=lambda r: r.mean_b - r.mean_a)[0]
+        plain(out, f"  worse than {record_str(base)}: {len(comparison.culprits)} question rankings fell "
+                   f"(largest: {worst.retriever} {worst.metric} {worst.mean_a:.3f} → {worst.mean_b:.3f})")
+        show_culprits(out, comparison.culprits, limit=5)
+
+
+def after_ingest(ingest: str | None) -> None:
+    """After a load's commit: on an embedded store (whose engine runs no ASYNC event), evaluate what is pending
+    when something is watched and say so (exit 6 when that evaluation failed: the load is kept); on a server,
+    say that its event evaluates."""
+    if not ingest:
+        return
+
+    def run(db: Database) -> DrainReport | None:
+        from ..runs.watch import drain_ingests
+
+        watched = db.value("SELECT VALUE state FROM ONLY type::record($i)", {"i": ingest}) != "unwatched"
+        if not watched:
+            return None
+        if not db.settings.is_embedded:
+            plain(out, f"recorded {ingest}: the server evaluates it after the commit (its ASYNC event); "
+                       "`surreal-eval history` shows the run, `surreal-eval watch --drain` evaluates what is still pending")
+            return None
+        plain(err, f"evaluating after the ingest {ingest} (surreal-eval watch) ...")
+        progress = Progress()
+        try:
+            report = drain_ingests(db, progress=lambda done, total: progress("evaluating after the ingest", done, total))
+        finally:
+            progress.close()
+        _show_drain(db, report)
+        return report
+
+    report = with_db(run)
+    if report is not None and report.failed:
+        fail(IngestEvaluationFailed(f"loaded, but the evaluation after it failed (recorded on {', '.join(report.failed[0].ingests)}; "
+                                    f"the records are kept): {report.failed[0].error}"))
+
+
+@app.command()
+def watch(
+    k: Annotated[Optional[str], typer.Option("--k", help="Cutoffs to evaluate after each ingest (default 1,3,5,10).")] = None,
+    retriever: RetrieversOpt = None,
+    floor: FloorOpt = None,
+    rrf_k: RrfOpt = None,
+    relevance_level: LevelOpt = None,
+    ignore_identical_ids: IdenticalOpt = False,
+    golden: GoldenOpt = None,
+    dangling_labels: DanglingOpt = None,
+    judgments: JudgmentsOpt = None,
+    full: Annotated[bool, typer.Option("--full", help="Retrieve every list anew after each ingest instead of recomputing only what it changed.")] = False,
+    verify_every: Annotated[Optional[int], typer.Option("--verify-every", help="Make every Nth after-ingest run retrieve every list anew and record whether the kept lists agreed.")] = None,
+    off: Annotated[bool, typer.Option("--off", help="Stop evaluating after ingests.")] = False,
+    drain: Annotated[bool, typer.Option("--drain", help="Evaluate every pending ingest now, then exit (0: all recorded; 6: an evaluation failed, recorded on its ingest).")] = False,
+    follow: Annotated[bool, typer.Option("--follow", help="Keep evaluating pending ingests as they come, until Ctrl-C (a long-lived worker).")] = False,
+    every: Annotated[float, typer.Option("--every", help="With --follow: seconds between two looks for pending ingests.")] = 2.0,
+    as_json: JsonOpt = False,
+) -> None:
+    """Evaluate after every ingest, never inside it: set what to evaluate (each `load corpus`, or a writer's
+    `CREATE seval_ingest`, is then evaluated after its commit), or evaluate what is pending (--drain, --follow)."""
+    settings_given = any(v not in (None, False) for v in (k, retriever, floor, rrf_k, relevance_level, ignore_identical_ids, golden,
+                                                          dangling_labels, judgments, full, verify_every))
+    if sum((off, drain, follow)) > 1 or (settings_given and (off or drain or follow)):
+        fail(ConfigError("watch takes settings (--k, --retriever, --full, ...), or one of --off, --drain, --follow"))
+    if drain or follow:
+        if follow:
+            checked(lambda: check_number("every", every, option="--every"))
+        _drain(follow=follow, every=every, as_json=as_json)
+        return
+    if off:
+        from ..runs.watch import clear_watch
+
+        with_db(clear_watch)
+        plain(out, "ingests no longer evaluate")
+        return
+    from ..runs.watch import set_watch
+
+    ks = checked(lambda: parse_ks(k or "1,3,5,10"))
+    with_db(lambda db: set_watch(db, ks=ks, retrievers=retriever, full=full, verify_every=verify_every,
+                                 params={"floor": floor, "rrf_k": rrf_k, **_scoring(relevance_level, ignore_identical_ids),
+                                         **_golden(golden, dangling_labels, judgments)}))
+    how = "retrieving every list anew" if full else "recomputing only what each ingest changed"
+    verified = f", every {verify_every}th run verified against lists fetched anew" if verify_every else ""
+    plain(out, f"every ingest now records a run at k = {', '.join(map(str, ks))}, {how}{verified}"
+               + ("" if not state.settings.is_embedded else
+                  " (this store is embedded: loads evaluate after their commit; other writers' ingests wait for `surreal-eval watch --drain`)"))
+
+
+def _drain(*, follow: bool, every: float, as_json: bool) -> None:
+    """`watch --drain` / `--follow`: evaluate what is pending (and, following, what comes), print each, exit 6 on a failure."""
+    from ..runs.watch import drain_ingests
+
+    failed: list = []
+
+    def once(db: Database) -> DrainReport:
+        progress = Progress()
+        try:
+            report = drain_ingests(db, progress=lambda done, total: progress("evaluating pending ingests", done, total))
+        finally:
+            progress.close()
+        if as_json:
+            out.print(json.dumps(report.model_dump(mode="json")), markup=False, highlight=False, soft_wrap=True)
+        elif not report.watched:
+            plain(out, "nothing is watched: `surreal-eval watch --k 1,5,10` first (pending ingests stay pending)")
+        elif report.evaluated or not follow:
+            _show_drain(db, report)
+            if not report.evaluated:
+                plain(out, "no ingest was pending")
+        failed.extend(report.failed)
+        return report
+
+    def loop(db: Database) -> None:
+        import threading
+
+        stop = threading.Event()
+        with on_interrupt("following stopped; every ingest it took is settled or pending again"):
+            while not stop.is_set():
+                once(db)
+                stop.wait(every)
+
+    with_db(loop if follow else once)
+    if failed:
+        fail(IngestEvaluationFailed(f"{len(failed)} evaluation{'s' if len(failed) != 1 else ''} after ingests failed, "
+                                    f"each recorded on its ingest: " + "; ".join(f"{', '.join(f.ingests)}: {f.error}" for f in failed)))

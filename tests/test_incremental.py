@@ -1,0 +1,121 @@
+"""A run after an ingest recomputes only what the ingest can change, and says which documents broke a question."""
+
+from __future__ import annotations
+
+import json
+
+from typer.testing import CliRunner
+
+from surreal_eval import Article
+from surreal_eval.analysis.compare import compare_runs
+from surreal_eval.load.bulk import load_corpus, record_ingest
+from surreal_eval.present.cli import app
+from surreal_eval.runs.evaluate import evaluate
+from surreal_eval.runs.history import history
+from surreal_eval.runs.watch import drain_ingests, set_watch
+from surreal_eval.store.record_ids import record_str, to_record
+
+#: a document whose embedding is the two-factor question's: the vector retriever ranks it first for that question
+DECOY = Article(id="decoy", title="Security newsletter", content="Our quarterly newsletter", embedding=[0.8, 0.0, 0.0, 0.35])
+
+
+def rankings(db, run: str) -> dict:
+    rows = db.value("SELECT question, retriever, floor, ranked, scores FROM seval_ranking WHERE run = $r", {"r": to_record(run, "seval_run")})
+    return {(record_str(r["question"]), r["retriever"], r.get("floor")): [record_str(x) for x in r["ranked"]] for r in rows}
+
+
+def test_a_run_after_new_documents_merges_the_vector_lists_and_rescores_the_bm25_lists_where_certain(seeded):
+    first = evaluate(seeded, ks=[1, 3])
+    assert first.since is None and first.retrieval["fetched"] == 16
+    load_corpus(seeded, [DECOY])
+    after = evaluate(seeded, ks=[1, 3])
+    # the vector lists take the new document merged in; every BM25 score moved (an 11th document), and on ten
+    # documents the bound on what a record outside a kept list can now score certifies 3 of the 8 BM25 lists:
+    # the other 5 are asked again
+    assert (after.retrieval["merged"], after.retrieval["fetched"], after.retrieval["reused"]) == (11, 5, 0)
+    assert after.incremental and after.since["added"] == 1 and after.since["base"] is not None
+    assert [record_str(x) for x in after.since["ids"]["added"]] == ["seval_article:decoy"]
+    fresh = evaluate(seeded, ks=[1, 3], fresh=True, keep_lists=False)
+    assert rankings(seeded, after.run) == rankings(seeded, fresh.run)  # the incremental run ranks as a fresh one
+
+
+def test_only_questions_ranked_otherwise_are_scored_again(seeded):
+    evaluate(seeded, ks=[1, 3])
+    seeded.query("UPDATE seval_article:enable_2fa SET embedding = [0.0, 0.9, 0.1, 0.0]")  # a new embedding, same text
+    after = evaluate(seeded, ks=[1, 3])
+    assert after.retrieval["reused"] == 8  # the text did not change: every BM25 list as kept
+    assert after.since["embedding_changed"] == 1 and after.since["text_changed"] == 0
+    assert 0 < after.retrieval["copied"] < 8 and after.retrieval["rescored"] + after.retrieval["copied"] == 8
+    copied = seeded.value("SELECT VALUE question FROM seval_ranking WHERE run = $r AND retriever = 'vector' AND copied = true",
+                          {"r": to_record(after.run, "seval_run")})
+    assert "seval_question:two_factor" not in {record_str(q) for q in copied}  # its vector list lost enable_2fa: scored again
+
+
+def test_removed_and_re_embedded_records_leave_the_vector_lists_exact(seeded):
+    evaluate(seeded, ks=[1, 3])
+    seeded.query("DELETE seval_article:contact_support; UPDATE seval_article:track_order SET embedding = [0.5, 0.5, 0.5, 0.5]")
+    after = evaluate(seeded, ks=[1, 3])
+    fresh = evaluate(seeded, ks=[1, 3], fresh=True, keep_lists=False)
+    assert after.since["removed"] == 1 and after.since["embedding_changed"] == 1
+    assert rankings(seeded, after.run) == rankings(seeded, fresh.run)
+
+
+def test_a_watch_setting_forces_full_runs_and_verify_every_compares_the_kept_lists(seeded):
+    set_watch(seeded, ks=[1, 3], full=True)
+    evaluate(seeded, ks=[1, 3])
+    record_ingest(seeded, corpus="seval_article", documents=0)
+    (full,) = drain_ingests(seeded).evaluated
+    assert full.fresh and full.retrieval["fetched"] == 16 and full.since is None
+    set_watch(seeded, ks=[1, 3], verify_every=2)
+    verifying = []
+    for _ in range(4):
+        load_corpus(seeded, [DECOY.model_copy(update={"id": f"decoy{len(verifying)}"})])
+        (done,) = drain_ingests(seeded).evaluated
+        verifying.append(done.verification)
+    assert verifying[0] is None and verifying[2] is None  # the 1st and 3rd incremental, the 2nd and 4th verify
+    for check in (verifying[1], verifying[3]):
+        # every vector list merged, and the BM25 lists the bound certified: every one agreed with the list fetched
+        assert check["lists"] >= 8 and check["merged"] == check["lists"] and check["agreed"] == check["lists"] and check["disagreed"] == 0
+    run = history(seeded)[-1]
+    assert run.verification == verifying[3]
+
+
+def test_compare_names_the_ingested_document_that_broke_a_question(seeded):
+    set_watch(seeded, ks=[1, 3], retrievers=["vector"])
+    before = evaluate(seeded, ks=[1, 3], retrievers=["vector"])
+    report = load_corpus(seeded, [DECOY])
+    (done,) = drain_ingests(seeded).evaluated
+    comparison = compare_runs(seeded, before.run, done.run)
+    (culprit,) = [c for c in comparison.culprits if c.metric == "recall@1"]
+    assert culprit.question == "seval_question:two_factor" and culprit.retriever == "vector"
+    (entered,) = culprit.entered
+    assert (entered.doc, entered.rank, entered.how, entered.ingests) == ("seval_article:decoy", 1, "added", [report.ingest])
+    (pushed,) = culprit.pushed
+    assert (pushed.doc, pushed.before, pushed.after) == ("seval_article:enable_2fa", 1, 2)
+    assert culprit.text == (f"seval_question:two_factor recall@1 1.00 → 0.00 (vector): seval_article:decoy (added in ingest "
+                            f"{report.ingest}) entered at rank 1, pushing seval_article:enable_2fa (relevant) from 1 to 2")
+
+
+def test_the_cli_says_what_broke_a_question_after_a_watched_load_and_in_compare(tmp_path):
+    from surreal_eval import HarnessConfig, Settings, connect, import_harness
+
+    from .conftest import seed_own
+
+    store = f"surrealkv://{tmp_path / 's'}"
+    with connect(Settings(url=store)) as db:
+        import_harness(db, HarnessConfig(dimension=4))
+        seed_own(db)
+    runner = CliRunner()
+    url = ["--url", store]
+    assert runner.invoke(app, [*url, "watch", "--k", "1,3", "--retriever", "vector"]).exit_code == 0
+    assert runner.invoke(app, [*url, "evaluate", "--k", "1,3", "--retriever", "vector"]).exit_code == 0
+    docs = tmp_path / "decoy.jsonl"
+    docs.write_text(json.dumps(DECOY.model_dump(exclude_none=True)) + "\n")
+    loaded = runner.invoke(app, [*url, "load", "corpus", str(docs)])
+    assert loaded.exit_code == 0, loaded.output
+    assert "the ingest recorded run" in loaded.stdout and "what broke them" in loaded.stdout
+    assert "seval_article:decoy (added in ingest seval_ingest:" in loaded.stdout
+    shown = runner.invoke(app, [*url, "compare", "previous", "latest", "--json"])
+    assert shown.exit_code == 0, shown.output
+    culprits = json.loads(shown.stdout)["culprits"]
+    assert any(c["question"] == "seval_question:two_factor" and c["entered"][0]["doc"] == "seval_article:decoy" for c in culprits)
