@@ -11,14 +11,14 @@ else hashed ones, and the output says which). The ingest is --documents new docu
 its documents under new ids, with their embeddings; Debian: packages outside the corpus that no question
 labels). Every measured thing runs in a process of its own, on its own copy of that store, as a user runs
 it: its wall time, CPU time (user + system, all threads) and peak resident memory (ru_maxrss, from
-os.wait4: the engine and Python, start to exit).
+os.wait4 in a small launcher process: the engine and Python, start to exit).
 
   (a) commit     the writer's own transaction, as an application writes it: `BEGIN; INSERT` the documents
                  `; CREATE seval_ingest ...; COMMIT`, with watch on and off, alternating 40 times each in one
                  process (a new batch of ids each time): the ratio of the medians (goal <= 1.05)
-  (b) after      `surreal-eval watch --drain` after that ingest: the incremental run (vector lists brought up to
-                 date, BM25 lists fetched again since the text changed, questions ranked alike copied from the
-                 run it follows), against
+  (b) after      `surreal-eval watch --drain` after that ingest: the incremental run (vector lists merged, BM25
+                 lists rescored at the new statistics where certain, else fetched, questions ranked alike copied
+                 from the run it follows), against
       fresh      `surreal-eval evaluate --k 1,3,5,10 --fresh` on the same state: every list fetched, every
                  question scored (goal on Debian: after / fresh <= 0.1)
   load+after     `surreal-eval load corpus` of the same documents on a watched store (the load, then the
@@ -136,22 +136,35 @@ def _commits(db, batches: list[list[dict]]) -> tuple[list[float], list[float]]:
 
 def run_child(*args: str) -> Process:
     """`python benchmarks/watch_scale.py --child ARGS` (or `surreal-eval ARGS` when the first is `cli`) in a process
-    of its own: wall, CPU and peak memory, and what it printed."""
+    of its own: wall, CPU and peak memory, and what it printed. It is started by a small launcher (`--launch`):
+    Linux counts in a process's peak memory that of the process it was forked from (at exec, the old image's high
+    water mark is kept), so a child forked straight from this one, which holds the set, would report this one's."""
     command = ([sys.executable, "-m", "surreal_eval", *args[1:]] if args[0] == "cli"
                else [sys.executable, __file__, "--child", *args])
+    launched = subprocess.run([sys.executable, __file__, "--launch", *command], capture_output=True, text=True,
+                              env={**os.environ, "PYTHONWARNINGS": "ignore"})
+    if launched.returncode != 0:
+        raise SystemExit(f"launcher failed: {launched.stderr[-3000:]}")
+    got = json.loads(launched.stdout)
+    if got["code"] != 0:
+        raise SystemExit(f"{' '.join(args)} exited {got['code']}: {got['stderr'][-3000:]}")
+    said = json.loads(got["stdout"].strip().splitlines()[-1]) if args[0] != "cli" else {"stdout": got["stdout"][-2000:]}
+    return Process(got["seconds"], got["cpu_seconds"], got["peak_rss_kb"] / 1024, said)
+
+
+def launch(command: list[str]) -> None:
+    """Runs `command` and prints, as JSON, its exit code, wall and CPU seconds, peak resident memory (ru_maxrss, KiB,
+    from os.wait4) and what it printed."""
     with tempfile.TemporaryFile("w+") as stdout, tempfile.TemporaryFile("w+") as stderr:
         started = time.perf_counter()
-        process = subprocess.Popen(command, stdout=stdout, stderr=stderr, text=True, env={**os.environ, "PYTHONWARNINGS": "ignore"})
+        process = subprocess.Popen(command, stdout=stdout, stderr=stderr, text=True)
         _, status, usage = os.wait4(process.pid, 0)
         seconds = time.perf_counter() - started
-        code = process.returncode = os.waitstatus_to_exitcode(status)  # reaped here: Popen must know it ended
+        process.returncode = os.waitstatus_to_exitcode(status)  # reaped here: Popen must know it ended
         stdout.seek(0)
         stderr.seek(0)
-        printed, failed = stdout.read(), stderr.read()
-    if code != 0:
-        raise SystemExit(f"{' '.join(args)} exited {code}: {failed[-3000:]}")
-    said = json.loads(printed.strip().splitlines()[-1]) if args[0] != "cli" else {"stdout": printed[-2000:]}
-    return Process(seconds, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024, said)
+        print(json.dumps({"code": process.returncode, "seconds": seconds, "cpu_seconds": usage.ru_utime + usage.ru_stime,
+                          "peak_rss_kb": usage.ru_maxrss, "stdout": stdout.read(), "stderr": stderr.read()[-5000:]}))
 
 
 # ------------------------------------------------------------------------------------- the sets
@@ -273,12 +286,16 @@ def show(result: Result) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--child", nargs=3, help=argparse.SUPPRESS)
+    parser.add_argument("--launch", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
     parser.add_argument("--dataset", default="cisi,debian")
     parser.add_argument("--questions", default="76,500", help="questions per set, in --dataset order")
     parser.add_argument("--documents", type=int, default=20)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
+    if args.launch:
+        launch(args.launch)
+        return
     if args.child:
         said = child(*args.child)
         print(json.dumps(said), flush=True)
