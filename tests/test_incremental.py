@@ -119,3 +119,34 @@ def test_the_cli_says_what_broke_a_question_after_a_watched_load_and_in_compare(
     assert shown.exit_code == 0, shown.output
     culprits = json.loads(shown.stdout)["culprits"]
     assert any(c["question"] == "seval_question:two_factor" and c["entered"][0]["doc"] == "seval_article:decoy" for c in culprits)
+
+
+def test_a_bm25_state_that_no_longer_gives_the_kept_scores_makes_the_lists_be_fetched_not_trusted(seeded):
+    evaluate(seeded, ks=[1, 3])
+    # the state's document counts drift from the index's (as a bug or a hand edit would make them)
+    seeded.query("UPDATE seval_corpus_term SET n = n + 2")
+    load_corpus(seeded, [DECOY])
+    after = evaluate(seeded, ks=[1, 3])
+    bm25 = seeded.value("SELECT VALUE how FROM seval_candidate_cache WHERE run = $r AND list = 'bm25'",
+                        {"r": to_record(after.run, "seval_run")})
+    # every BM25 list with entries fails the check (recomputed old scores differ from those kept) and is fetched;
+    # an empty kept list has no score to check, and its bound certifies it
+    assert bm25.count("fetched") >= 7 and after.retrieval["merged"] >= 8
+    fresh = evaluate(seeded, ks=[1, 3], fresh=True, keep_lists=False)
+    assert rankings(seeded, after.run) == rankings(seeded, fresh.run)
+
+
+def test_the_bm25_state_counts_what_the_index_counts(seeded):
+    evaluate(seeded, ks=[3])
+    load_corpus(seeded, [DECOY])
+    seeded.query("DELETE seval_article:contact_support; UPDATE seval_article:track_order SET content = 'Where is my parcel?'")
+    evaluate(seeded, ks=[3])
+    state = seeded.value("RETURN type::record('seval_corpus', 'seval_article').state.bm25")
+    tokens = seeded.value("SELECT VALUE search::analyze('seval_english', content) FROM seval_article")
+    assert state["documents"] == len(tokens) and state["length"] == sum(map(len, tokens))
+    kept = {r["term"]: r["n"] for r in seeded.value("SELECT term, n FROM seval_corpus_term WHERE corpus = 'seval_article'")}
+    counted: dict[str, int] = {}
+    for t in tokens:
+        for term in set(t):
+            counted[term] = counted.get(term, 0) + 1
+    assert kept == counted
