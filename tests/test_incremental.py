@@ -119,6 +119,11 @@ def test_the_cli_says_what_broke_a_question_after_a_watched_load_and_in_compare(
     assert shown.exit_code == 0, shown.output
     culprits = json.loads(shown.stdout)["culprits"]
     assert any(c["question"] == "seval_question:two_factor" and c["entered"][0]["doc"] == "seval_article:decoy" for c in culprits)
+    # the incremental run's changes are in every JSON that carries the run, record ids as text
+    runs = runner.invoke(app, [*url, "history", "--json"])
+    assert runs.exit_code == 0, runs.output
+    latest = [r for r in json.loads(runs.stdout) if r.get("kind", "run") == "run"][-1]
+    assert latest["since"]["ids"]["added"] == ["seval_article:decoy"] and latest["since"]["base"].startswith("seval_run:")
 
 
 def test_a_bm25_state_that_no_longer_gives_the_kept_scores_makes_the_lists_be_fetched_not_trusted(seeded):

@@ -4,6 +4,7 @@ rows, and loading a finished run back as a RunReport with intervals and per-ques
 from __future__ import annotations
 
 import re
+from typing import Any
 from datetime import datetime
 
 import numpy as np
@@ -76,7 +77,18 @@ def run_fields(row: dict) -> dict:
             "ks": row["ks"], "retrievers": row["retrievers"], "params": row.get("params") or {},
             "results": [MetricRow(**m, scores=ordered(m["metrics"], names)) for m in sorted(row["means"], key=order)],
             "ingests": [record_str(i) for i in row.get("ingests") or []],
-            **{key: row.get(key) for key in keys}}
+            **{key: row.get(key) for key in keys}, "since": plain_ids(row.get("since"))}
+
+
+def plain_ids(value: Any) -> Any:
+    """`value` with every record id in it, at any depth, as its `table:id` text (what JSON output carries)."""
+    if isinstance(value, RecordID):
+        return record_str(value)
+    if isinstance(value, dict):
+        return {key: plain_ids(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [plain_ids(item) for item in value]
+    return value
 
 
 def load_run(

@@ -124,7 +124,9 @@ def drain_ingests(db: Database, *, progress: Callable[[int, int], None] | None =
         if not unsettled:
             return None
         db.value("RETURN fn::seval::release_ingests($ids)", {"ids": unsettled})
-        return f"{len(unsettled)} ingests not yet evaluated are pending again (surreal-eval watch --drain takes them)"
+        one = len(unsettled) == 1
+        return (f"{len(unsettled)} ingest{'' if one else 's'} not yet evaluated {'is' if one else 'are'} pending again "
+                f"(surreal-eval watch --drain takes {'it' if one else 'them'})")
 
     with on_interrupt(release):
         for corpus, rows in groups.items():
