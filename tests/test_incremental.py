@@ -124,6 +124,12 @@ def test_the_cli_says_what_broke_a_question_after_a_watched_load_and_in_compare(
     assert runs.exit_code == 0, runs.output
     latest = [r for r in json.loads(runs.stdout) if r.get("kind", "run") == "run"][-1]
     assert latest["since"]["ids"]["added"] == ["seval_article:decoy"] and latest["since"]["base"].startswith("seval_run:")
+    with connect(Settings(url=store)) as db:
+        load_corpus(db, [DECOY.model_copy(update={"id": "decoy2"})])  # the library's load only records the ingest
+    drained = runner.invoke(app, [*url, "watch", "--drain", "--json"])
+    assert drained.exit_code == 0, drained.output
+    (done,) = json.loads(drained.stdout)["evaluated"]
+    assert done["since"]["ids"]["added"] == ["seval_article:decoy2"]
 
 
 def test_a_bm25_state_that_no_longer_gives_the_kept_scores_makes_the_lists_be_fetched_not_trusted(seeded):

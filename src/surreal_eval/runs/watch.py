@@ -27,6 +27,7 @@ from ..store.access import require_owner
 from ..store.connection import Database, record_str
 from ..store.record_ids import to_record
 from ..store.registry import resolve_retrievers
+from .record import plain_ids
 
 __all__ = ["DrainReport", "IngestRun", "clear_watch", "drain_ingests", "follow_ingests", "get_watch", "set_watch"]
 
@@ -148,7 +149,7 @@ def drain_ingests(db: Database, *, progress: Callable[[int, int], None] | None =
             else:
                 done.run, done.retrieval = run.run, run.retrieval
                 row = db.value("SELECT since, verification FROM ONLY $r", {"r": to_record(run.run, "seval_run")}) or {}
-                done.since, done.verification = row.get("since"), row.get("verification")
+                done.since, done.verification = plain_ids(row.get("since")), row.get("verification")
                 db.value("RETURN fn::seval::settle_ingests($ids, $run, NONE)", {"ids": ids, "run": to_record(run.run, "seval_run")})
             unsettled[:] = [i for i in unsettled if i not in ids]
             report.evaluated.append(done)
