@@ -125,7 +125,7 @@ def _origins(db: Database, a: RunReport, b: RunReport) -> dict[str, dict[str, An
         for doc in ids.get(key) or []:
             found[record_str(doc)] = {"how": how, "ingests": own}
     # what the ingest rows between the runs name, oldest first, so the latest ingest to touch a record names it
-    named = db.value("SELECT id, added, changed, at FROM seval_ingest WHERE corpus = $c AND at > $from AND at <= $to ORDER BY at",
+    named = db.value("RETURN fn::seval::ingests_naming($c, $from, $to)",
                      {"c": corpus, "from": a.created_at, "to": b.created_at}) if corpus and a.created_at and b.created_at else []
     for ingest in named:
         for how in ("added", "changed"):

@@ -44,8 +44,7 @@ def record_ingest(db: Database, *, corpus: str, documents: int, source: str | No
     `unwatched`). Nothing is evaluated here (surql/watch.surql: on a server its ASYNC event evaluates after the
     commit; on an embedded store runs.watch.drain_ingests does). Returns the ingest's id."""
     row = db.value(
-        "RETURN (CREATE ONLY seval_ingest CONTENT { corpus: $corpus, documents: $documents, source: $source, "
-        "added: $added, changed: $changed, removed: $removed }).id",
+        "RETURN fn::seval::record_ingest($corpus, $documents, $source, $added, $changed, $removed)",
         {"corpus": corpus, "documents": documents, "source": source, "added": added, "changed": changed, "removed": removed},
     )
     return record_str(row)
