@@ -97,11 +97,11 @@ def test_new_fusion_parameters_and_a_shallower_k_reuse_every_list(seeded):
 
 def test_a_deeper_run_fetches_again_then_serves_shallower_runs_by_its_prefix(seeded):
     evaluate(seeded, ks=[3])
-    # a BM25 list is kept deeper than asked (twice, at least 10 more: 13 for depth 3), so depth 5 reads it
-    assert cached(seeded, "signin", "bm25")["depth"] == 13
-    deeper = evaluate(seeded, ks=[15])
-    assert reused(deeper) == 0 and cached(seeded, "signin", "bm25")["depth"] == 30
-    assert cached(seeded, "signin", "vector")["depth"] == 15
+    # a BM25 list is kept deeper than asked (four times, at least 30 more: 33 for depth 3), so depth 5 reads it
+    assert cached(seeded, "signin", "bm25")["depth"] == 33
+    deeper = evaluate(seeded, ks=[40])
+    assert reused(deeper) == 0 and cached(seeded, "signin", "bm25")["depth"] == 160
+    assert cached(seeded, "signin", "vector")["depth"] == 40
     assert reused(evaluate(seeded, ks=[5])) == 16
     shallower = evaluate(seeded, ks=[1, 2])
     assert reused(shallower) == 16

@@ -140,9 +140,16 @@ def test_a_passed_check_is_reused_until_what_it_depends_on_changes():
     before = db.value("SELECT VALUE checked_at FROM seval_engine_check ORDER BY id")
     assert not any(kept in c.note for c in evaluate(db, ks=[1], params={"corpus": "notes"}, fresh=True).checks)
     assert db.value("SELECT VALUE checked_at FROM seval_engine_check ORDER BY id") > before
-    # a new document changes the content: the BM25 check is asked again (and the vector one, its embeddings changed too)
+    # a new document changes the content: a run that brings its kept lists up to date reuses the checks passed on the
+    # corpus before the change, and says so; the next run reuses them under the new content; --fresh asks again
     db.query("CREATE notes:i CONTENT { body: 'receipts printed', vec: [0.2, 0.2, 0.2, 0.4], other: [0.4, 0.2, 0.2, 0.2] }")
-    assert not any(kept in c.note for c in evaluate(db, ks=[1], params={"corpus": "notes"}).checks)
+    before_change = "on the corpus before the changes this run brings its lists up to date with"
+    after = evaluate(db, ks=[1], params={"corpus": "notes"})
+    assert after.since and all(c.status == "passed" and before_change in c.note for c in after.checks)
+    assert all(kept in c.note for c in evaluate(db, ks=[1], params={"corpus": "notes"}).checks)
+    db.query("CREATE notes:j CONTENT { body: 'receipts lost', vec: [0.2, 0.4, 0.2, 0.2], other: [0.2, 0.2, 0.4, 0.2] }")
+    assert not any(kept in c.note or before_change in c.note
+                   for c in evaluate(db, ks=[1], params={"corpus": "notes"}, fresh=True).checks)
     # the index re-pointed after checks passed: the vector check is asked again and now fails
     db.query("REMOVE INDEX notes_vec ON notes; DEFINE INDEX notes_vec ON notes FIELDS other HNSW DIMENSION 4 DIST COSINE;")
     refused(db, "the vector retriever returns")

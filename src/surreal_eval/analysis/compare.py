@@ -244,6 +244,45 @@ def _tied_warning(rows: Sequence[PairedDelta], sides: str) -> list[str]:
     return []
 
 
+def _pairs(index_a: dict, index_b: dict, names: Sequence[str], specs: Sequence[MetricSpec], shared: Sequence[str]):
+    """For each retriever of `names` and metric of `specs`: (retriever, spec, scores in A, scores in B, the
+    questions of `shared` scored in both), from two `report_index`es."""
+    for retriever in names:
+        for spec in specs:
+            scores_a = _scores(index_a.get((retriever, spec.k), {}), spec.name)
+            scores_b = _scores(index_b.get((retriever, spec.k), {}), spec.name)
+            yield retriever, spec, scores_a, scores_b, [q for q in shared if q in scores_a and q in scores_b]
+
+
+class Fell(BaseModel):
+    """A retriever and metric@k on which questions fell from run A to run B: their means over the questions both
+    scored, and the questions that fell (largest fall first), without a comparison's intervals and tests."""
+
+    retriever: str
+    metric: str
+    mean_a: float
+    mean_b: float
+    broken: list[QuestionDelta]
+
+
+def what_fell(a: RunReport, b: RunReport) -> list[Fell]:
+    """Every retriever and metric@k both loaded runs measured on which a question scored lower in `b` than in `a`
+    (what `compare_reports` lists as broken, without its statistics: the watched load's summary)."""
+    index_a, index_b = _index(a), _index(b)
+    shared = sorted(_questions(a) & _questions(b))
+    specs = metric_specs(None, [k for k in a.ks if k in b.ks], names=[m for m in a.metrics if m in b.metrics])
+    names = [r for r in a.retrievers if r in b.retrievers]
+    fell = []
+    for retriever, spec, scores_a, scores_b, paired in _pairs(index_a, index_b, names, specs, shared):
+        broken = [QuestionDelta(question=q, before=scores_a[q], after=scores_b[q]) for q in paired
+                  if scores_b[q] < scores_a[q] - _TOLERANCE]
+        if broken:
+            fell.append(Fell(retriever=retriever, metric=str(spec), mean_a=sum(scores_a[q] for q in paired) / len(paired),
+                             mean_b=sum(scores_b[q] for q in paired) / len(paired),
+                             broken=sorted(broken, key=lambda d: (-abs(d.after - d.before), d.question))))
+    return fell
+
+
 # ---------------------------------------------------------------------------------------------
 # Public comparisons
 # ---------------------------------------------------------------------------------------------
@@ -288,17 +327,12 @@ def compare_reports(
         raise ConfigError(f"runs {a.run} and {b.run} evaluated no retriever in common")
 
     rows = []
-    for retriever in names:
-        for spec in specs:
-            scores_a = _scores(index_a.get((retriever, spec.k), {}), spec.name)
-            scores_b = _scores(index_b.get((retriever, spec.k), {}), spec.name)
-            paired = [q for q in shared if q in scores_a and q in scores_b]
-            if not paired:
-                skipped.append(f"{retriever} {spec}: no question scored in both runs")
-                continue
-            delta = paired_delta(scores_a, scores_b, paired, str(spec),
-                                 _labels(index_b[(retriever, spec.k)], paired))
-            rows.append(RetrieverDelta(retriever=retriever, **delta.model_dump()))
+    for retriever, spec, scores_a, scores_b, paired in _pairs(index_a, index_b, names, specs, shared):
+        if not paired:
+            skipped.append(f"{retriever} {spec}: no question scored in both runs")
+            continue
+        delta = paired_delta(scores_a, scores_b, paired, str(spec), _labels(index_b[(retriever, spec.k)], paired))
+        rows.append(RetrieverDelta(retriever=retriever, **delta.model_dump()))
 
     rows = adjust(rows)
     warning = golden_warning(a, b, len(shared), only_a, only_b)

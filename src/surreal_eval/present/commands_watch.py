@@ -51,17 +51,21 @@ def _show_drain(db: Database, report: DrainReport, *, culprits: bool = True) -> 
 
 def _show_worse(db: Database, base, run: str) -> None:
     """The questions `run` ranked worse than `base` (the run it follows), with the records that broke each."""
-    from ..analysis.compare import compare_runs
+    from ..analysis.blame import culprits
+    from ..analysis.compare import what_fell
+    from ..runs.record import load_for_comparison
     from ..store.connection import record_str
     from .analysis_tables import show_culprits
 
-    comparison = compare_runs(db, record_str(base), run)
-    fell = [r for r in comparison.rows if r.broken]
+    # what fell and what broke it, without a comparison's intervals and tests (`compare` gives those)
+    before, after = load_for_comparison(db, record_str(base)), load_for_comparison(db, run)
+    fell = what_fell(before, after)
     if fell:
+        broke = culprits(db, before, after, fell)
         worst = sorted(fell, key=lambda r: r.mean_b - r.mean_a)[0]
-        plain(out, f"  worse than {record_str(base)}: {len(comparison.culprits)} question rankings fell "
+        plain(out, f"  worse than {record_str(base)}: {len(broke)} question rankings fell "
                    f"(largest: {worst.retriever} {worst.metric} {worst.mean_a:.3f} → {worst.mean_b:.3f})")
-        show_culprits(out, comparison.culprits, limit=5)
+        show_culprits(out, broke, limit=5)
 
 
 def after_ingest(ingest: str | None) -> None:
