@@ -25,7 +25,7 @@ from surreal_eval import (
     resolve_run,
 )
 from surreal_eval.present.cli import app
-from surreal_eval.analysis.compare import Change, compare_reports
+from surreal_eval.analysis.compare import Change, compare_reports, what_fell
 
 from .conftest import add_question, reverse_embeddings
 
@@ -69,6 +69,17 @@ def test_floor_zero_breaks_money_back_for_the_floored_hybrid_only(floors):
     assert comparison.changes == [Change(field="params.floor", a=3.0, b=0.0)]
     assert comparison.same_golden and comparison.shared == 8
     assert not [w for w in comparison.warnings if w.startswith("WARNING")]
+
+
+def test_what_fell_lists_the_broken_questions_of_a_comparison_without_its_statistics(floors):
+    db, base, zero = floors
+    fell = what_fell(base, zero)  # a watched load's summary: no intervals, no tests
+    comparison = compare_reports(base, zero)
+    broken = [r for r in comparison.rows if r.broken]
+    assert [(f.retriever, f.metric, f.broken) for f in fell] == [(r.retriever, r.metric, r.broken) for r in broken]
+    assert [(f.mean_a, f.mean_b) for f in fell] == [(pytest.approx(r.mean_a), pytest.approx(r.mean_b)) for r in broken]
+    assert ("hybrid_floor", "recall@3") in {(f.retriever, f.metric) for f in fell}
+    assert what_fell(zero, base) == [] and what_fell(base, base) == []
 
 
 def test_the_other_direction_lists_money_back_as_fixed(floors):

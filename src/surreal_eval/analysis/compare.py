@@ -41,6 +41,7 @@ from .rebuilt import rebuilt_index_notes
 __all__ = [
     "Change",
     "Comparison",
+    "Fell",
     "PairedDelta",
     "QuestionDelta",
     "RetrieverComparison",
@@ -54,6 +55,7 @@ __all__ = [
     "report_index",
     "retriever_scores",
     "run_changes",
+    "what_fell",
 ]
 
 #: Scores closer than this count as equal (they come from the same float arithmetic either way).
