@@ -25,7 +25,8 @@ from surreal_eval import (
     resolve_run,
 )
 from surreal_eval.present.cli import app
-from surreal_eval.analysis.compare import Change, compare_reports, what_fell
+from surreal_eval.analysis.compare import Change, compare_reports
+from surreal_eval.analysis.fell import what_fell
 
 from .conftest import add_question, reverse_embeddings
 

@@ -41,7 +41,6 @@ from .rebuilt import rebuilt_index_notes
 __all__ = [
     "Change",
     "Comparison",
-    "Fell",
     "PairedDelta",
     "QuestionDelta",
     "RetrieverComparison",
@@ -55,7 +54,6 @@ __all__ = [
     "report_index",
     "retriever_scores",
     "run_changes",
-    "what_fell",
 ]
 
 #: Scores closer than this count as equal (they come from the same float arithmetic either way).
@@ -254,35 +252,6 @@ def _pairs(index_a: dict, index_b: dict, names: Sequence[str], specs: Sequence[M
             scores_a = _scores(index_a.get((retriever, spec.k), {}), spec.name)
             scores_b = _scores(index_b.get((retriever, spec.k), {}), spec.name)
             yield retriever, spec, scores_a, scores_b, [q for q in shared if q in scores_a and q in scores_b]
-
-
-class Fell(BaseModel):
-    """A retriever and metric@k on which questions fell from run A to run B: their means over the questions both
-    scored, and the questions that fell (largest fall first), without a comparison's intervals and tests."""
-
-    retriever: str
-    metric: str
-    mean_a: float
-    mean_b: float
-    broken: list[QuestionDelta]
-
-
-def what_fell(a: RunReport, b: RunReport) -> list[Fell]:
-    """Every retriever and metric@k both loaded runs measured on which a question scored lower in `b` than in `a`
-    (what `compare_reports` lists as broken, without its statistics: the watched load's summary)."""
-    index_a, index_b = _index(a), _index(b)
-    shared = sorted(_questions(a) & _questions(b))
-    specs = metric_specs(None, [k for k in a.ks if k in b.ks], names=[m for m in a.metrics if m in b.metrics])
-    names = [r for r in a.retrievers if r in b.retrievers]
-    fell = []
-    for retriever, spec, scores_a, scores_b, paired in _pairs(index_a, index_b, names, specs, shared):
-        broken = [QuestionDelta(question=q, before=scores_a[q], after=scores_b[q]) for q in paired
-                  if scores_b[q] < scores_a[q] - _TOLERANCE]
-        if broken:
-            fell.append(Fell(retriever=retriever, metric=str(spec), mean_a=sum(scores_a[q] for q in paired) / len(paired),
-                             mean_b=sum(scores_b[q] for q in paired) / len(paired),
-                             broken=sorted(broken, key=lambda d: (-abs(d.after - d.before), d.question))))
-    return fell
 
 
 # ---------------------------------------------------------------------------------------------

@@ -52,7 +52,7 @@ def _show_drain(db: Database, report: DrainReport, *, culprits: bool = True) -> 
 def _show_worse(db: Database, base, run: str) -> None:
     """The questions `run` ranked worse than `base` (the run it follows), with the records that broke each."""
     from ..analysis.blame import culprits
-    from ..analysis.compare import what_fell
+    from ..analysis.fell import what_fell
     from ..runs.record import load_for_comparison
     from ..store.connection import record_str
     from .analysis_tables import show_culprits
