@@ -51,13 +51,14 @@ __all__ = [
     "compare_runs",
     "metric_specs",
     "paired_delta",
+    "paired_scores",
     "report_index",
     "retriever_scores",
     "run_changes",
 ]
 
 #: Scores closer than this count as equal (they come from the same float arithmetic either way).
-_TOLERANCE = 1e-12
+TOLERANCE = 1e-12
 
 
 class QuestionDelta(BaseModel):
@@ -195,9 +196,9 @@ def paired_delta(a: dict[str, float], b: dict[str, float], questions: Sequence[s
     test = paired_test(before, after)
     fixed, broken = [], []
     for question, x, y in zip(questions, before, after, strict=True):
-        if y > x + _TOLERANCE:
+        if y > x + TOLERANCE:
             fixed.append(QuestionDelta(question=question, before=x, after=y))
-        elif y < x - _TOLERANCE:
+        elif y < x - TOLERANCE:
             broken.append(QuestionDelta(question=question, before=x, after=y))
     order = lambda d: (-abs(d.after - d.before), d.question)  # noqa: E731
     # the resolution is known for the harness's own metrics (stats.resolution), not for one a user added
@@ -244,9 +245,8 @@ def _tied_warning(rows: Sequence[PairedDelta], sides: str) -> list[str]:
     return []
 
 
-def _pairs(index_a: dict, index_b: dict, names: Sequence[str], specs: Sequence[MetricSpec], shared: Sequence[str]):
-    """For each retriever of `names` and metric of `specs`: (retriever, spec, scores in A, scores in B, the
-    questions of `shared` scored in both), from two `report_index`es."""
+def paired_scores(index_a: dict, index_b: dict, names: Sequence[str], specs: Sequence[MetricSpec], shared: Sequence[str]):
+    """Per retriever of `names` and metric of `specs`: (retriever, spec, scores in A, in B, questions of `shared` in both)."""
     for retriever in names:
         for spec in specs:
             scores_a = _scores(index_a.get((retriever, spec.k), {}), spec.name)
@@ -298,7 +298,7 @@ def compare_reports(
         raise ConfigError(f"runs {a.run} and {b.run} evaluated no retriever in common")
 
     rows = []
-    for retriever, spec, scores_a, scores_b, paired in _pairs(index_a, index_b, names, specs, shared):
+    for retriever, spec, scores_a, scores_b, paired in paired_scores(index_a, index_b, names, specs, shared):
         if not paired:
             skipped.append(f"{retriever} {spec}: no question scored in both runs")
             continue

@@ -6,13 +6,9 @@ from __future__ import annotations
 from pydantic import BaseModel
 
 from ..models import RunReport
-from .compare import QuestionDelta, metric_specs, report_index, retriever_scores
+from .compare import TOLERANCE, QuestionDelta, metric_specs, paired_scores, report_index
 
 __all__ = ["Fell", "what_fell"]
-
-#: Scores closer than this count as equal, as in a comparison (analysis/compare.py).
-_TOLERANCE = 1e-12
-
 
 class Fell(BaseModel):
     """A retriever and metric@k on which questions fell from run A to run B: their means over the questions both
@@ -31,16 +27,13 @@ def what_fell(a: RunReport, b: RunReport) -> list[Fell]:
     index_a, index_b = report_index(a), report_index(b)
     shared = sorted({r.question for r in a.per_question or []} & {r.question for r in b.per_question or []})
     specs = metric_specs(None, [k for k in a.ks if k in b.ks], names=[m for m in a.metrics if m in b.metrics])
+    names = [r for r in a.retrievers if r in b.retrievers]
     fell = []
-    for retriever in (r for r in a.retrievers if r in b.retrievers):
-        for spec in specs:
-            scores_a, _ = retriever_scores(index_a, retriever, spec)
-            scores_b, _ = retriever_scores(index_b, retriever, spec)
-            paired = [q for q in shared if q in scores_a and q in scores_b]
-            broken = [QuestionDelta(question=q, before=scores_a[q], after=scores_b[q]) for q in paired
-                      if scores_b[q] < scores_a[q] - _TOLERANCE]
-            if broken:
-                fell.append(Fell(retriever=retriever, metric=str(spec), mean_a=sum(scores_a[q] for q in paired) / len(paired),
-                                 mean_b=sum(scores_b[q] for q in paired) / len(paired),
-                                 broken=sorted(broken, key=lambda d: (-abs(d.after - d.before), d.question))))
+    for retriever, spec, scores_a, scores_b, paired in paired_scores(index_a, index_b, names, specs, shared):
+        broken = [QuestionDelta(question=q, before=scores_a[q], after=scores_b[q]) for q in paired
+                  if scores_b[q] < scores_a[q] - TOLERANCE]
+        if broken:
+            fell.append(Fell(retriever=retriever, metric=str(spec), mean_a=sum(scores_a[q] for q in paired) / len(paired),
+                             mean_b=sum(scores_b[q] for q in paired) / len(paired),
+                             broken=sorted(broken, key=lambda d: (-abs(d.after - d.before), d.question))))
     return fell
