@@ -7,6 +7,10 @@ from collections.abc import Iterator
 
 import pytest
 
+# piped output follows COLUMNS (surreal_eval.present.app.output_width): the tests read the CLI's output 200 wide,
+# whatever the shell running them says; tests/test_output_width.py checks other widths in processes of their own
+os.environ["COLUMNS"] = "200"
+
 from surreal_eval import Article, Database, HarnessConfig, Question, Settings, connect, import_harness, import_lesson, import_seed
 from surreal_eval.load.bulk import load_corpus, load_golden
 

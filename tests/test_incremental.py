@@ -8,10 +8,12 @@ from typer.testing import CliRunner
 
 from surreal_eval import Article
 from surreal_eval.analysis.compare import compare_runs
+from surreal_eval.analysis.fell import what_fell, what_fell_after
 from surreal_eval.load.bulk import load_corpus, record_ingest
 from surreal_eval.present.cli import app
 from surreal_eval.runs.evaluate import evaluate
 from surreal_eval.runs.history import history
+from surreal_eval.runs.record import load_for_comparison
 from surreal_eval.runs.watch import drain_ingests, set_watch
 from surreal_eval.store.record_ids import record_str, to_record
 
@@ -94,6 +96,20 @@ def test_compare_names_the_ingested_document_that_broke_a_question(seeded):
     assert (pushed.doc, pushed.before, pushed.after) == ("seval_article:enable_2fa", 1, 2)
     assert culprit.text == (f"seval_question:two_factor recall@1 1.00 → 0.00 (vector): seval_article:decoy (added in ingest "
                             f"{report.ingest}) entered at rank 1, pushing seval_article:enable_2fa (relevant) from 1 to 2")
+
+
+
+def test_what_fell_after_an_ingest_reads_only_the_questions_scored_again_and_finds_what_the_whole_runs_do(seeded):
+    set_watch(seeded, ks=[1, 3])
+    before = evaluate(seeded, ks=[1, 3])
+    load_corpus(seeded, [DECOY])
+    (done,) = drain_ingests(seeded).evaluated
+    rescored = [record_str(q) for q in seeded.value("RETURN fn::seval::rescored_questions($r)", {"r": to_record(done.run, "seval_run")})]
+    assert 0 < len(rescored) < 8 and done.retrieval["rescored"] == len(rescored)
+    fell, a, b = what_fell_after(seeded, before.run, done.run)
+    assert {r.question for r in a.per_question} == {r.question for r in b.per_question} == set(rescored)
+    whole = what_fell(load_for_comparison(seeded, before.run), load_for_comparison(seeded, done.run))
+    assert fell == whole and any(f.retriever == "vector" and f.metric == "recall@1" for f in fell)
 
 
 def test_the_cli_says_what_broke_a_question_after_a_watched_load_and_in_compare(tmp_path):

@@ -29,6 +29,7 @@ from surreal_eval.runs.watch import drain_ingests
 from surreal_eval.present.cli import app
 from surreal_eval.runs.diagnose import diagnose
 from surreal_eval.runs.watch import set_watch
+from surreal_eval.store.registry import resolve_retrievers
 from surreal_eval.store.schema import harness_config
 from surreal_eval.store.user_retrievers import function_parameters
 
@@ -262,15 +263,17 @@ def test_registration_without_questions_needs_a_text(db):
 
 
 def test_retriever_add_and_the_listing_through_the_cli(store):
-    added = cli(store, "retriever", "add", "mine_hybrid", "--fuse", "linear", "--lists", "mine,vector", "--default")
+    added = cli(store, "retriever", "add", "mine_hybrid", "--fuse", "linear", "--lists", "mine,vector", "--no-default")
     assert added.exit_code == 0 and "registered retriever mine_hybrid: linear of mine + vector" in added.stdout, added.output
     listed = json.loads(cli(store, "retrievers", "--json").stdout)
     kinds = {r["name"]: (r["kind"], r["function_name"], r["corpus"], r["by_default"]) for r in listed}
-    assert kinds["mine"] == ("function", "fn::my_bm25", "seval_article", False)
-    assert kinds["mine_hybrid"] == ("fused", None, None, True) and kinds["bm25"][0] == "list"
-    ran = cli(store, "evaluate", "--k", "1,3", "--json")  # mine_hybrid runs by default now
+    assert kinds["mine"] == ("function", "fn::my_bm25", "seval_article", True)  # registered means evaluated
+    assert kinds["mine_hybrid"] == ("fused", None, None, False) and kinds["bm25"][0] == "list"
+    ran = cli(store, "evaluate", "--k", "1,3", "--json")
     assert ran.exit_code == 0, ran.output
-    assert "mine_hybrid" in {r["retriever"] for r in json.loads(ran.stdout)["results"]}
+    assert json.loads(ran.stdout)["retrievers"] == ["bm25", "vector", "hybrid", "hybrid_floor", "mine"]
+    named = cli(store, "evaluate", "--k", "1,3", "--retriever", "mine_hybrid", "--json")  # off by default: run when named
+    assert named.exit_code == 0 and json.loads(named.stdout)["retrievers"] == ["mine_hybrid"], named.output
     table = cli(store, "retrievers")
     assert "fn::my_bm25 on seval_article" in table.stdout
     assert cli(store, "retriever", "remove", "mine_hybrid").exit_code == 0
@@ -381,3 +384,14 @@ def test_a_function_retrievers_list_is_never_read_from_an_earlier_run(mine):
                "{ RETURN [{ id: seval_article:contact_support, score: 1.0 }] }")
     changed = evaluate(mine, ks=[3], retrievers=names, per_question=True)
     assert set(map(tuple, per_question(changed, "mine", 3).values())) == {("seval_article:contact_support",)}
+
+
+def test_a_run_that_names_no_retriever_runs_the_registered_ones_of_its_corpus(mine):
+    remove_retriever(mine, "mine_hybrid")
+    add_fused_retriever(mine, "mine_hybrid", fusion="rrf", lists=["mine,vector"], by_default=False)
+    built_in = ["bm25", "vector", "hybrid", "hybrid_floor"]
+    assert resolve_retrievers(mine, None) == [*built_in, "mine", "mine_ids"]  # the default corpus, seval_article
+    assert resolve_retrievers(mine, None, "seval_article") == [*built_in, "mine", "mine_ids"]
+    assert resolve_retrievers(mine, None, "seval_kb") == built_in  # their functions return seval_article's records
+    assert resolve_retrievers(mine, ["mine_hybrid"]) == ["mine_hybrid"]  # off by default: run when named
+    assert evaluate(mine, ks=[3], intervals=False).retrievers == [*built_in, "mine", "mine_ids"]

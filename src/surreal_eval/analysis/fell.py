@@ -6,9 +6,11 @@ from __future__ import annotations
 from pydantic import BaseModel
 
 from ..models import RunReport
+from ..runs.record import load_run, resolve_run
+from ..store.connection import Database
 from .compare import TOLERANCE, QuestionDelta, metric_specs, paired_scores, report_index
 
-__all__ = ["Fell", "what_fell"]
+__all__ = ["Fell", "what_fell", "what_fell_after"]
 
 class Fell(BaseModel):
     """A retriever and metric@k on which questions fell from run A to run B: their means over the questions both
@@ -37,3 +39,26 @@ def what_fell(a: RunReport, b: RunReport) -> list[Fell]:
                              mean_b=sum(scores_b[q] for q in paired) / len(paired),
                              broken=sorted(broken, key=lambda d: (-abs(d.after - d.before), d.question))))
     return fell
+
+
+def what_fell_after(db: Database, base: str, run: str) -> tuple[list[Fell], RunReport, RunReport]:
+    """What fell from finished run `base` to `run`, a run that followed it on the same golden set (an incremental run
+    after an ingest): `what_fell` on the questions `run` scored again (a question it copied from `base` scored as there
+    and cannot have fallen), each Fell's means the runs' own over every question. Returns it with the two reports, each
+    holding those questions' results (what `blame.culprits` reads)."""
+    base_id, run_id = resolve_run(db, base), resolve_run(db, run)
+    questions = db.value("RETURN fn::seval::rescored_questions($run)", {"run": run_id})
+    before = load_run(db, base_id, per_question=True, intervals=False, questions=questions)
+    after = load_run(db, run_id, per_question=True, intervals=False, questions=questions)
+    fell = what_fell(before, after)
+    means_a, means_b = _means(before), _means(after)
+    for f in fell:
+        key = (f.retriever, f.metric)
+        if key in means_a and key in means_b:
+            f.mean_a, f.mean_b = means_a[key], means_b[key]
+    return fell, before, after
+
+
+def _means(report: RunReport) -> dict[tuple[str, str], float]:
+    """Each of the report's means by (retriever, `metric@k`), the floor sweep's left out."""
+    return {(row.retriever, f"{metric}@{row.k}"): value for row in report.results for metric, value in row.scores.items()}

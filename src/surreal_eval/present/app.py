@@ -4,7 +4,9 @@ one line on stderr and an exit code (`checked`). The commands live in the comman
 from __future__ import annotations
 
 import logging
+import os
 import sys
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Annotated, Callable, NoReturn, Optional, TypeVar
 
 import typer
@@ -73,8 +75,21 @@ app.add_typer(load_app, name="load")
 export_app = typer.Typer(help="Write a run or the golden set as TREC files, for trec_eval or ranx.", no_args_is_help=True)
 app.add_typer(export_app, name="export")
 
+#: the width tables and text are fitted to when neither a terminal nor COLUMNS says (piped, redirected)
+PIPED_WIDTH = 120
+
+
+def output_width(environ: Mapping[str, str], terminal: bool) -> Optional[int]:
+    """The width output is fitted to: COLUMNS when it is set to a positive number, else the terminal's (None: rich
+    asks the terminal), else PIPED_WIDTH."""
+    columns = environ.get("COLUMNS", "").strip()
+    if columns.isdigit() and int(columns) > 0:
+        return int(columns)
+    return None if terminal else PIPED_WIDTH
+
+
 # emoji=False: an id such as `x:smile:y` from the data is printed as written, never as an emoji
-out = Console(highlight=False, emoji=False, width=None if sys.stdout.isatty() else 200)
+out = Console(highlight=False, emoji=False, width=output_width(os.environ, sys.stdout.isatty()))
 err = Console(stderr=True, highlight=False, emoji=False, soft_wrap=True)
 T = TypeVar("T")
 
@@ -131,6 +146,15 @@ def with_db(action: Callable[[Database], T]) -> T:
     return checked(call)
 
 
+def _print_version(asked: bool) -> None:
+    """`--version`: print the package's version and end the process with 0, before any command or connection."""
+    if asked:
+        from .. import __version__
+
+        out.print(f"surreal-eval {__version__}", markup=False)
+        raise typer.Exit(0)
+
+
 @app.callback()
 def main(
     url: Annotated[str, typer.Option(envvar="SURREAL_EVAL_URL", help="mem://, surrealkv://PATH, ws://HOST:PORT or http://HOST:PORT.")] = DEFAULT_URL,
@@ -140,6 +164,8 @@ def main(
     password: Annotated[Optional[str], typer.Option("--pass", envvar="SURREAL_EVAL_PASS", help="Password; prefer the SURREAL_EVAL_PASS variable.", show_default=False)] = None,
     access: Annotated[Optional[str], typer.Option(envvar="SURREAL_EVAL_ACCESS", help="Sign in through this record access (evaluator) as --user.")] = None,
     debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks and debug logging.")] = False,
+    version: Annotated[bool, typer.Option("--version", callback=_print_version, is_eager=True, expose_value=False,
+                                          help="Print the version and exit.")] = False,
 ) -> None:
     """Retrieval evaluation that lives inside SurrealDB. These options may also follow the command name."""
     from pydantic import SecretStr

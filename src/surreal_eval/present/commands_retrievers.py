@@ -30,7 +30,8 @@ def add(
     fuse: Annotated[Optional[str], typer.Option("--fuse", help="Register a fusion instead: rrf or linear.")] = None,
     lists: Annotated[Optional[list[str]], typer.Option(
         "--lists", help="The candidate lists --fuse fuses, in order: bm25, vector and your function retrievers.")] = None,
-    default: Annotated[bool, typer.Option("--default", help="Evaluate it when no --retriever is named.")] = False,
+    default: Annotated[bool, typer.Option("--default/--no-default", help="Evaluate it when no --retriever is named "
+                                          "(--no-default: only when named).")] = True,
     as_json: JsonOpt = False,
 ) -> None:
     """Register your SurrealQL function (--function) or a fusion of candidate lists (--fuse, --lists) as a retriever."""

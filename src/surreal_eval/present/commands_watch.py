@@ -52,14 +52,13 @@ def _show_drain(db: Database, report: DrainReport, *, culprits: bool = True) -> 
 def _show_worse(db: Database, base, run: str) -> None:
     """The questions `run` ranked worse than `base` (the run it follows), with the records that broke each."""
     from ..analysis.blame import culprits
-    from ..analysis.fell import what_fell
-    from ..runs.record import load_for_comparison
+    from ..analysis.fell import what_fell_after
     from ..store.connection import record_str
     from .analysis_tables import show_culprits
 
-    # what fell and what broke it, without a comparison's intervals and tests (`compare` gives those)
-    before, after = load_for_comparison(db, record_str(base)), load_for_comparison(db, run)
-    fell = what_fell(before, after)
+    # what fell and what broke it, on the questions the run scored again, without a comparison's intervals and
+    # tests (`compare` gives those)
+    fell, before, after = what_fell_after(db, record_str(base), run)
     if fell:
         broke = culprits(db, before, after, fell)
         worst = sorted(fell, key=lambda r: r.mean_b - r.mean_a)[0]

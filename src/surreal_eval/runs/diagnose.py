@@ -76,7 +76,8 @@ def diagnose(
     golden = golden_set(db, given.get("golden"))
     rid = question_id(question, golden)
     found = db.value("RETURN fn::seval::diagnose_question($question, $k, $names, $given)",
-                     {"question": rid, "k": k, "names": resolve_retrievers(db, retrievers), "given": {**given, "golden": golden.name}})
+                     {"question": rid, "k": k, "names": resolve_retrievers(db, retrievers, given.get("corpus")),
+                      "given": {**given, "golden": golden.name}})
     if found is None:
         raise NotFound(f"no question {record_str(rid)} in the golden set {golden.name}")
     # what the question is scored against on this corpus: on a chunk table its passages' chunks, or its

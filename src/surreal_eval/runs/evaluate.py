@@ -91,7 +91,7 @@ def evaluate(
         retrievers, endpoint_names = split_endpoints(db, retrievers)
         if endpoint_names:  # asked before anything is written: an endpoint that fails leaves no trace
             supplied = _from_endpoints(db, endpoint_names, ks, given).merged(supplied or Supplied({}))
-        names = [] if supplied and not retrievers else resolve_retrievers(db, retrievers)
+        names = [] if supplied and not retrievers else resolve_retrievers(db, retrievers, given.get("corpus"))
         if rerank:
             ks, given, reranked = rerank_stage(db, rerank, names=names, supplied=supplied, ks=ks, given=given)
             supplied = reranked.merged(supplied or Supplied({}))

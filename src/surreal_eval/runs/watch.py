@@ -85,7 +85,7 @@ def set_watch(db: Database, *, ks: list[int], retrievers: list[str] | None = Non
     db.query(
         "UPSERT seval_watch:current CONTENT { ks: $ks, retrievers: $names, params: $given, full: $full, "
         "verify_every: $every, since_verified: 0 } RETURN NONE",
-        {"ks": ks, "names": resolve_retrievers(db, retrievers), "given": given, "full": full, "every": verify_every},
+        {"ks": ks, "names": resolve_retrievers(db, retrievers, given.get("corpus")), "given": given, "full": full, "every": verify_every},
     )
 
 

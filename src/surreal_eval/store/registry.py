@@ -13,7 +13,7 @@ from pydantic import BaseModel, computed_field
 
 from .connection import Database
 from .schema import surql_dir
-from ..errors import ConfigError
+from ..errors import ConfigError, SurrealEvalError
 from ..grammar import parse_retrievers
 
 __all__ = ["HARNESS_RETRIEVERS", "Retriever", "registry", "resolve_retrievers", "tuned_by", "check_functions"]
@@ -64,12 +64,27 @@ def registry(db: Database) -> list[Retriever]:
     return [Retriever(**{k: v for k, v in row.items() if v is not None}) for row in rows]
 
 
-def resolve_retrievers(db: Database, names: list[str] | None) -> list[str]:
-    """The retrievers asked for (comma-separated or repeated; the registry's defaults when none), in report order."""
+def resolve_retrievers(db: Database, names: list[str] | None, corpus: str | None = None) -> list[str]:
+    """The retrievers asked for (comma-separated or repeated), in report order; when none are, every retriever the
+    registry evaluates by default, yours included (`retriever add` registers one so unless `--no-default`), except
+    those whose function searches another corpus table than the run's `corpus` (None: the default corpus)."""
     rows = registry(db)
-    chosen = parse_retrievers(names, known=[r.name for r in rows], defaults=[r.name for r in rows if r.by_default])
+    if not names and corpus is None and any(r.function_name for r in rows):
+        try:
+            corpus = db.value("RETURN fn::seval::default_corpus()")
+        except SurrealEvalError:  # several corpus tables hold records: the run refuses it in its own words
+            corpus = None
+    defaults = [r.name for r in rows if r.by_default and (corpus is None or _searches(r, corpus, rows))]
+    chosen = parse_retrievers(names, known=[r.name for r in rows], defaults=defaults)
     check_functions(db, chosen, rows)
     return chosen
+
+
+def _searches(row: Retriever, corpus: str, rows: list[Retriever]) -> bool:
+    """Whether retriever `row` can rank records of `corpus`: no list it reads is a function of another corpus table."""
+    by_name = {r.name: r for r in rows}
+    functions = [by_name[name] for name in row.lists if name in by_name and by_name[name].function_name]
+    return all(f.corpus in (None, corpus) for f in functions)
 
 
 def tuned_by(db: Database, param: str) -> str:

@@ -4,7 +4,8 @@
 question's text, embedding and the depth k bind to by type or name, the others given with `--arg`
 (store/signatures.py), returning records best first or {id, score} objects: its row names the
 function (`function_name`), what each parameter gets (`binding`, `args`), its corpus table and
-whether runs call it once per k (`per_k`); its one candidate list is the retriever's own name,
+whether runs call it once per k (`per_k`) and whether a run that names no retriever runs it (`by_default`,
+yes unless asked otherwise); its one candidate list is the retriever's own name,
 fetched by fn::seval::function_candidates, which store/schema.py generates with one branch per such
 row (function_dispatch) at every add, remove and import. Before anything is written, the function's
 parameters are read from `INFO FOR DB` and bound, and it is called on one golden question (or a given
@@ -112,12 +113,13 @@ def _probe(db: Database, name: str, fn: str, binding: list[str], args: dict[str,
     return (record_str(question["id"]) if question["id"] is not None else None), found[0], found[1]
 
 
-def add_function_retriever(db: Database, name: str, *, function: str, corpus: str | None = None, by_default: bool = False,
+def add_function_retriever(db: Database, name: str, *, function: str, corpus: str | None = None, by_default: bool = True,
                            text: str | None = None, args: list[str] | dict[str, Any] | None = None,
                            per_k: bool = False) -> AddedRetriever:
     """Register the user's function `function` as retriever `name` over corpus table `corpus`, its parameters
     bound by type or name, `args` (`NAME=VALUE` options, or {NAME: value}) giving the others; runs call it once
-    per k when `per_k`. See the module docstring."""
+    per k when `per_k`; an evaluation that names no retriever runs it unless `by_default` is false. See the module
+    docstring."""
     name = _new_name(db, name)
     fn = function_name(function)
     given = dict(args) if isinstance(args, dict) else parse_args(args)
@@ -141,8 +143,9 @@ def add_function_retriever(db: Database, name: str, *, function: str, corpus: st
                           probed_question=question, probed_hits=len(deep), prefix=shallow == deep[:SHALLOW_K])
 
 
-def add_fused_retriever(db: Database, name: str, *, fusion: str, lists: list[str], by_default: bool = False) -> AddedRetriever:
-    """Register retriever `name` fusing candidate lists `lists` (bm25, vector, users' function retrievers) by `fusion`."""
+def add_fused_retriever(db: Database, name: str, *, fusion: str, lists: list[str], by_default: bool = True) -> AddedRetriever:
+    """Register retriever `name` fusing candidate lists `lists` (bm25, vector, users' function retrievers) by `fusion`;
+    an evaluation that names no retriever runs it unless `by_default` is false."""
     name = _new_name(db, name)
     if fusion not in FUSIONS:
         raise InputError(f"--fuse {fusion!r} is not a fusion: use {' or '.join(FUSIONS)}")
