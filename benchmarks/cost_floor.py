@@ -530,7 +530,8 @@ def measure_dataset(db: Database, name: str, documents: int, config: Config, log
     memory: list[Memory] = []
     watched, _ = measure_full(db, n, config.depth, config.concurrency, f"cost_floor {name}, memory", memory)
     result.memory = memory[0]
-    fingerprints, _ = timed(lambda: db.value("RETURN [fn::seval::corpus_fingerprint('seval_article'), fn::seval::golden_fingerprint(fn::seval::golden_set(NONE), NONE)]"))
+    fingerprints, _ = timed(lambda: db.value("RETURN [fn::seval::corpus_fingerprint('seval_article'), "
+                                             "fn::seval::golden_fingerprint(fn::seval::golden_set(NONE), NONE)]"))
     result.timings["H"].note += (f"; incl. fingerprints of corpus and golden set ({fingerprints:.1f} s) and bootstrap intervals;"
                                  f" the last written to history as {report.run}; one more, its memory watched, {watched.seconds:.2f} s")
     if full_only:

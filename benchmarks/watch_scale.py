@@ -172,7 +172,7 @@ def launch(command: list[str]) -> None:
 
 def cisi_set(questions: int, documents: int) -> tuple[list, list, list[list[dict]], str]:
     """CISI's documents and judged queries (repeated under new ids up to `questions`), and batches of new documents."""
-    from surreal_eval import Article, Question
+    from surreal_eval import Question
     from surreal_eval.load.readers import read_beir
     from tests.datasets import cisi
 

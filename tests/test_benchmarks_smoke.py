@@ -15,10 +15,10 @@ import pytest
 BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
 sys.path.insert(0, str(BENCHMARKS))
 
-import cost_floor
-from synthetic import generate
+import cost_floor  # noqa: E402 (benchmarks/ is on the path only from here)
+from synthetic import generate  # noqa: E402
 
-from surreal_eval import Settings, connect
+from surreal_eval import Settings, connect  # noqa: E402
 
 pytestmark = pytest.mark.slow  # kills processes / runs the benchmarks: not in the fast subset
 

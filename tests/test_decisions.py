@@ -217,6 +217,6 @@ def test_tune_on_cisi_prints_its_test_split_verdict(tmp_path):
         assert CliRunner().invoke(app, [*url, *args]).exit_code == 0
     result = CliRunner().invoke(app, [*url, "tune", "--param", "floor", "--metric", "recall@10"])
     assert result.exit_code == 0, result.output
-    (line,) = [l for l in result.output.splitlines() if l.startswith("verdict: on the test split floor = ")]
+    (line,) = [row for row in result.output.splitlines() if row.startswith("verdict: on the test split floor = ")]
     assert "than the current floor = 3.0 (recall@10 " in line and "questions paired)" in line
     assert any(word in line for word in ("NO BETTER", "BETTER", "WORSE"))

@@ -37,7 +37,8 @@ def assert_runs_complete(store: Path) -> int:
         for run in runs:
             rid = db.value("RETURN type::record($r)", {"r": run.run})
             ranked = db.value("RETURN count(SELECT question FROM seval_ranking WHERE run = $r AND retriever != 'floor_sweep' GROUP BY question)", {"r": rid})
-            results = db.value("RETURN math::sum(SELECT VALUE array::len(results) FROM seval_ranking WHERE run = $r AND retriever != 'floor_sweep')", {"r": rid})
+            results = db.value("RETURN math::sum(SELECT VALUE array::len(results) FROM seval_ranking WHERE run = $r "
+                               "AND retriever != 'floor_sweep')", {"r": rid})
             assert ranked == run.questions
             assert results == run.questions * len(run.retrievers) * len(run.ks)
             assert len(run.results) == len(run.retrievers) * len(run.ks)

@@ -33,7 +33,7 @@ def test_the_golden_set_walkthrough_runs_as_written(tmp_path, monkeypatch):
     # compare names the label added between the two runs
     assert "label-added seval_question:1 -> seval_article:759" in printed["compare previous"]
     # the rewritten document's labels are stale
-    stale = [l for l in printed["golden stale"].splitlines() if "-> seval_article:429:" in l]
+    stale = [row for row in printed["golden stale"].splitlines() if "-> seval_article:429:" in row]
     assert stale and "labels of seval_question are stale" in printed["golden stale"]
     # the export holds the added label with its provenance
     rows = {row["id"]: row for row in map(json.loads, (tmp_path / "golden.jsonl").read_text().splitlines())}

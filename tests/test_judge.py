@@ -45,7 +45,8 @@ def model(server, tmp_path, **options):
 
 def expected_holes(db, run, k):
     """The unjudged pairs of `run`'s top k, read independently: its rankings less the labels it scored and the golden set's judgments."""
-    rankings = db.value("SELECT question, ranked, relevant FROM seval_ranking WHERE run = $r AND retriever != 'floor_sweep'", {"r": to_record(run, "seval_run")})
+    rankings = db.value("SELECT question, ranked, relevant FROM seval_ranking WHERE run = $r AND retriever != 'floor_sweep'",
+                        {"r": to_record(run, "seval_run")})
     rows = {record_str(q["id"]): q for q in db.value("SELECT id, relevant, nonrelevant FROM seval_question")}
     holes = set()
     for r in rankings:

@@ -58,7 +58,8 @@ CASES = [
 
 @pytest.mark.parametrize(("ranked", "relevant", "grades", "k", "metric", "expected"), CASES)
 def test_metric_matches_hand_worked_value(db, ranked, relevant, grades, k, metric, expected):
-    as_records = "RETURN fn::seval::metric_{}($ranked.map(|$x| type::record('seval_article', $x)), $relevant.map(|$x| type::record('seval_article', $x)), $grades, $k)"
+    as_records = ("RETURN fn::seval::metric_{}($ranked.map(|$x| type::record('seval_article', $x)), "
+                  "$relevant.map(|$x| type::record('seval_article', $x)), $grades, $k)")
     got = db.value(as_records.format(metric), {"ranked": ranked, "relevant": relevant, "grades": grades, "k": k})
     assert got == pytest.approx(expected, abs=1e-12)
 

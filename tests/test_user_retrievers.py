@@ -395,3 +395,8 @@ def test_a_run_that_names_no_retriever_runs_the_registered_ones_of_its_corpus(mi
     assert resolve_retrievers(mine, None, "seval_kb") == built_in  # their functions return seval_article's records
     assert resolve_retrievers(mine, ["mine_hybrid"]) == ["mine_hybrid"]  # off by default: run when named
     assert evaluate(mine, ks=[3], intervals=False).retrievers == [*built_in, "mine", "mine_ids"]
+    # the same list in SurrealQL, which the Python reads: one source
+    assert mine.value("RETURN fn::seval::default_retrievers('seval_kb')") == built_in
+    assert mine.value("RETURN fn::seval::default_retrievers()") == [*built_in, "mine", "mine_ids"]
+    means = mine.value("RETURN fn::seval::evaluate(3, NONE, NONE)")["means"]
+    assert {"mine", "mine_ids"} <= {m["retriever"] for m in means} and "mine_hybrid" not in {m["retriever"] for m in means}

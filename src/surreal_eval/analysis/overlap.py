@@ -58,7 +58,7 @@ def rbo(a: Sequence[Any], b: Sequence[Any], p: float = DEFAULT_P) -> float:
     short, long_ = (list(dict.fromkeys(a)), list(dict.fromkeys(b)))
     if len(short) > len(long_):
         short, long_ = long_, short
-    s, l = len(short), len(long_)
+    s, l = len(short), len(long_)  # noqa: E741 (s and l as in Webber, Moffat and Zobel's definition)
     if s == 0:
         return 1.0 if l == 0 else 0.0
     seen_s: set = set()
@@ -232,7 +232,8 @@ def broken_misses(db: Database, b: RunReport, broken: Iterable[tuple[str, str, s
                   before: dict[str, dict[str, list[str]]] | None = None) -> list[Miss]:
     """For each question a change broke (given as (retriever of A, retriever of B, metric, k, question)): the
     documents of B's top k (at each broken k) that were not in A's top k and that no judgment of the question
-    covers, with the `golden label` command for each, one Miss per retriever of B and question. `before` is A's rankings by retriever then question (default: B's run, for two retrievers of one run)."""
+    covers, with the `golden label` command for each, one Miss per retriever of B and question. `before` is A's
+    rankings by retriever then question (default: B's run, for two retrievers of one run)."""
     broken = list(dict.fromkeys(broken))
     names = sorted({x for row in broken for x in row[:2]})
     after = rankings(db, b.run, names)

@@ -9,8 +9,8 @@ How a load runs (the engine facts behind each step are in SURREALDB.md, "Loading
    `seval_stage_<table>`. Embeddings the rows lack are computed by `embedder`, one call per batch.
    Python holds one batch at a time, plus the ids seen (to find duplicates).
 3. Problems that need every row are collected and refused together, in one message: duplicate
-   ids (with the file and both lines; `on_duplicate` 'first' or 'last' keeps one of each), labels naming documents that do not exist, questions with no labels, rows with no
-   embedding and no embedder to compute one.
+   ids (with the file and both lines; `on_duplicate` 'first' or 'last' keeps one of each), labels naming
+   documents that do not exist, questions with no labels, rows with no embedding and no embedder to compute one.
 4. The staged rows move into place: (re)define the corpus table, remove its HNSW index, write
    every staged row by id (replacing a record that exists, so labels pointing at it stay valid;
    the BM25 index is kept up to date as rows are written), remove the staging table. Up to

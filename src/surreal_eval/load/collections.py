@@ -177,7 +177,8 @@ def read_beir(folder: Path, *, split: str = "test", on_duplicate: str = "refuse"
     corpus, queries, qrels = folder / "corpus.jsonl", folder / "queries.jsonl", folder / "qrels" / f"{split}.tsv"
     for needed in (corpus, queries, qrels):
         if not needed.is_file():
-            hint = f" (splits here: {', '.join(sorted(p.stem for p in (folder / 'qrels').glob('*.tsv')))})" if needed == qrels and (folder / "qrels").is_dir() else ""
+            splits = sorted(p.stem for p in (folder / "qrels").glob("*.tsv"))
+            hint = f" (splits here: {', '.join(splits)})" if needed == qrels and (folder / "qrels").is_dir() else ""
             raise InputError(f"not a BEIR folder: {needed.relative_to(folder)} is missing{hint}", source=str(folder))
     return beir_documents(folder, on_duplicate), _beir_questions(folder, split, on_duplicate)
 

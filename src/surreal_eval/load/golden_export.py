@@ -4,7 +4,8 @@ here can be reviewed, versioned in git and loaded elsewhere.
 One line per question, in id order: `id` (the record's key), `text`, `relevant` as an `{doc: grade}` map
 (the labels with their grades, then each document judged not relevant with grade 0, as the JSONL reader
 takes them back; a question whose labels all have the default grade 1 as a list, with `nonrelevant`, so
-that a load stores its grades exactly as they are and the golden-set fingerprint reads the same), `category`, `language`, `source`, `split`, `frequency`, `passages` when set, and
+that a load stores its grades exactly as they are and the golden-set fingerprint reads the same), `category`,
+`language`, `source`, `split`, `frequency`, `passages` when set, and
 `provenance`: per judged document, where the judgment came from (source, by, note, added_at, and origin
 'harness' for a label added here to an attached set, to merge into your table). An attached set is
 exported with the labels added on the harness's side merged (fn::seval::golden_rows), as every run reads it.

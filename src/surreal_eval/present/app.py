@@ -161,7 +161,8 @@ def main(
     ns: Annotated[str, typer.Option("--ns", envvar="SURREAL_EVAL_NS", help="Namespace.")] = "surreal_eval",
     db: Annotated[str, typer.Option("--db", envvar="SURREAL_EVAL_DB", help="Database.")] = "surreal_eval",
     user: Annotated[Optional[str], typer.Option(envvar="SURREAL_EVAL_USER", help="User to sign in as (servers).")] = None,
-    password: Annotated[Optional[str], typer.Option("--pass", envvar="SURREAL_EVAL_PASS", help="Password; prefer the SURREAL_EVAL_PASS variable.", show_default=False)] = None,
+    password: Annotated[Optional[str], typer.Option("--pass", envvar="SURREAL_EVAL_PASS", help="Password; prefer the SURREAL_EVAL_PASS "
+                                                                                               "variable.", show_default=False)] = None,
     access: Annotated[Optional[str], typer.Option(envvar="SURREAL_EVAL_ACCESS", help="Sign in through this record access (evaluator) as --user.")] = None,
     debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks and debug logging.")] = False,
     version: Annotated[bool, typer.Option("--version", callback=_print_version, is_eager=True, expose_value=False,

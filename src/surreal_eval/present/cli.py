@@ -21,8 +21,8 @@ from .app import app, err, state
 __all__ = ["app", "main", "run_cli", "EXIT_CODES"]
 
 #: The order `surreal-eval --help` lists the commands in (the groups, load, golden, export, retriever and endpoint, follow).
-ORDER = ("demo", "init", "migrate", "evaluate", "score", "history", "tag", "untag", "retrievers", "diagnose", "chunk", "attach", "watch", "split", "tune", "grant",
-         "compare", "gate", "report", "slices")
+ORDER = ("demo", "init", "migrate", "evaluate", "score", "history", "tag", "untag", "retrievers", "diagnose", "chunk", "attach", "watch",
+         "split", "tune", "grant", "compare", "gate", "report", "slices")
 app.registered_commands.sort(key=lambda info: ORDER.index(info.callback.__name__))
 
 #: Every code the process exits with (the table in docs/exit-codes.md).

@@ -51,13 +51,15 @@ def compare(
 
 @app.command()
 def gate(
-    baseline: Annotated[str, typer.Option(help="Run the candidate must hold up against: a run id, previous, or latest (the newest run before the candidate).")] = "latest",
+    baseline: Annotated[str, typer.Option(help="Run the candidate must hold up against: a run id, previous, or latest (the newest run before the "
+                                               "candidate).")] = "latest",
     candidate: Annotated[Optional[str], typer.Option(help="Run under test (default: the latest run).")] = None,
     metric: Annotated[Optional[list[str]], typer.Option(help="Metric at a cutoff to gate on, e.g. recall@5 (repeatable; default recall@5).")] = None,
     retriever: Annotated[Optional[list[str]], typer.Option(help="Retriever(s) to gate (default: every retriever of the candidate).")] = None,
     max_drop: Annotated[float, typer.Option(help="Largest fall of the mean that passes.")] = 0.02,
     alpha: Annotated[float, typer.Option(help="A larger fall fails only when its paired p-value, Holm-adjusted over every check, is below this.")] = 0.05,
-    allow_different_golden: Annotated[bool, typer.Option("--allow-different-golden", help="Gate runs of different golden sets on their shared questions.")] = False,
+    allow_different_golden: Annotated[bool, typer.Option("--allow-different-golden", help="Gate runs of different golden sets on their shared "
+                                                                                          "questions.")] = False,
     per_check: Annotated[bool, typer.Option("--per-check", help="Decide each check on its own p-value, not the Holm-adjusted one.")] = False,
     source: Annotated[Optional[str], typer.Option(help=(
         "Decide on the questions of this source only, e.g. real (a question whose source is not set counts as real); "

@@ -42,11 +42,14 @@ def golden_generate(
     chat: ChatOpt = None,
     embedder: EmbedderOpt = None,
     corpus: Annotated[Optional[str], typer.Option("--corpus", help="The corpus table to sample (default: the one a run searches).")] = None,
-    stratify: Annotated[Optional[str], typer.Option("--stratify", help="Sample evenly across the values of this field (e.g. metadata.topic); default: across length quartiles.")] = None,
+    stratify: Annotated[Optional[str], typer.Option("--stratify", help="Sample evenly across the values of this field (e.g. metadata.topic); default: across "
+                                                                       "length quartiles.")] = None,
     seed: Annotated[int, typer.Option("--seed", help="Seed of the sample.")] = 0,
-    prompt: Annotated[Optional[Path], typer.Option("--prompt", exists=True, dir_okay=False, help="A prompt template of yours ({title}, {passage}, {language}) instead of the default one.")] = None,
+    prompt: Annotated[Optional[Path], typer.Option("--prompt", exists=True, dir_okay=False, help="A prompt template of yours ({title}, {passage}, {language}) "
+                                                                                                 "instead of the default one.")] = None,
     language: Annotated[str, typer.Option("--language", help="The language to ask for (en is also checked).")] = "en",
-    max_overlap: Annotated[Optional[float], typer.Option("--max-overlap", min=0, max=1, help="Drop a question whose share of content words found in its passage is above this (a copy).")] = None,
+    max_overlap: Annotated[Optional[float], typer.Option("--max-overlap", min=0, max=1, help="Drop a question whose share of content words found in its "
+                                                                                             "passage is above this (a copy).")] = None,
     flag_overlap: Annotated[bool, typer.Option("--flag-overlap", help="Keep the questions above --max-overlap, flagged, instead of dropping them.")] = False,
     concurrency: Annotated[int, typer.Option("--concurrency", min=1, help="Requests in flight at once.")] = 4,
     timeout: Annotated[float, typer.Option("--timeout", min=0.001, help="Seconds to wait for one answer.")] = 60.0,

@@ -19,8 +19,10 @@ app.add_typer(golden_app, name="golden")
 def golden_attach(
     table: Annotated[str, typer.Argument(help="Your own table of questions, used in place: never copied or written.")],
     text: Annotated[str, typer.Option("--text", help="The field holding each question's text.")],
-    relevant: Annotated[str, typer.Option("--relevant", help="The field holding its labels: records of an attached corpus (or of the table its records belong to).")],
-    embedding: Annotated[Optional[str], typer.Option("--embedding", help="The field holding its vector (none: --embedder computes one, kept on the harness's side).")] = None,
+    relevant: Annotated[str, typer.Option("--relevant", help="The field holding its labels: records of an attached corpus (or of the table its records belong "
+                                                             "to).")],
+    embedding: Annotated[Optional[str], typer.Option("--embedding", help="The field holding its vector (none: --embedder computes one, kept on the harness's "
+                                                                         "side).")] = None,
     grades: Annotated[Optional[str], typer.Option("--grades", help="The field holding one grade per label (none: every label grade 1).")] = None,
     category: Annotated[Optional[str], typer.Option("--category", help="The field holding its category (slices).")] = None,
     language: Annotated[Optional[str], typer.Option("--language", help="The field holding its language (slices).")] = None,

@@ -28,10 +28,13 @@ def golden_from_log(
     seed: Annotated[int, typer.Option("--seed", help="Seed of the tail's draw (the same log and seed give the same set).")] = 0,
     min_impressions: Annotated[int, typer.Option("--min-impressions", min=1, help="A label needs the document shown for the query at least this often.")] = 3,
     min_users: Annotated[int, typer.Option("--min-users", min=1, help="... and clicked by this many distinct users (sessions, else impressions).")] = 2,
-    threshold: Annotated[float, typer.Option("--threshold", min=0, help="... and clicks over expected clicks (COEC) at least this (1: clicked more than its positions explain).")] = 1.0,
+    threshold: Annotated[float, typer.Option("--threshold", min=0, help="... and clicks over expected clicks (COEC) at least this (1: clicked more than its "
+                                                                        "positions explain).")] = 1.0,
     min_dwell: Annotated[float, typer.Option("--min-dwell", min=0, help="A click with a dwell shorter than this many seconds does not count.")] = 5.0,
-    satisfied_dwell: Annotated[float, typer.Option("--satisfied-dwell", min=0, help="Grade 2 when at least half a label's clicks with a dwell lasted this long (seconds).")] = 30.0,
-    unclicked_not_relevant: Annotated[bool, typer.Option("--unclicked-not-relevant", help="Judge documents shown --min-impressions times and never clicked not relevant (default: unjudged).")] = False,
+    satisfied_dwell: Annotated[float, typer.Option("--satisfied-dwell", min=0, help="Grade 2 when at least half a label's clicks with a dwell lasted this long "
+                                                                                    "(seconds).")] = 30.0,
+    unclicked_not_relevant: Annotated[bool, typer.Option("--unclicked-not-relevant", help="Judge documents shown --min-impressions times and never clicked not "
+                                                                                          "relevant (default: unjudged).")] = False,
     corpus: Annotated[Optional[str], typer.Option("--corpus", help="The table bare ids name (default: the corpus a run searches by default).")] = None,
     embedder: EmbedderOpt = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Read, check and derive, and say what would be loaded, writing nothing.")] = False,

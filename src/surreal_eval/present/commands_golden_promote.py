@@ -17,7 +17,8 @@ from .commands_load import EmbedderOpt, _embedder
 @golden_app.command("promote")
 def golden_promote(
     path: Annotated[Optional[Path], typer.Argument(help="JSONL or CSV of production failures: {query, answer (id or ids), id?, note?, time?} a line.")] = None,
-    run: Annotated[Optional[str], typer.Option("--run", help="Instead of a file: promote the questions this finished run failed (seval_run:ID, ID, latest).")] = None,
+    run: Annotated[Optional[str], typer.Option("--run", help="Instead of a file: promote the questions this finished run failed (seval_run:ID, ID, "
+                                                             "latest).")] = None,
     metric: Annotated[Optional[str], typer.Option("--metric", help="With --run: the metric a question failed on, NAME@K (e.g. ndcg@10).")] = None,
     below: Annotated[float, typer.Option("--below", help="With --run: a score at or below this is a failure.")] = 0,
     retriever: Annotated[Optional[str], typer.Option("--retriever", help="With --run: the retriever whose scores count (default: the run's only one).")] = None,

@@ -16,11 +16,14 @@ from .commands_golden import golden_app
 def golden_judge(
     run: Annotated[str, typer.Option("--run", help="The run whose top k to fill: an id `surreal-eval history` lists, latest or previous.")],
     k: Annotated[int, typer.Option("--k", min=1, help="The cutoff: judge the unjudged documents of each ranking's top k (one the run measured).")],
-    retriever: Annotated[Optional[list[str]], typer.Option("--retriever", help="Only the rankings of this retriever of the run (repeatable; default: all).")] = None,
+    retriever: Annotated[Optional[list[str]], typer.Option("--retriever", help="Only the rankings of this retriever of the run (repeatable; default: "
+                                                                               "all).")] = None,
     chat: ChatOpt = None,
-    agreement: Annotated[int, typer.Option("--agreement", min=0, help="Also ask about this many pairs the humans judged (half relevant, half not) and print the agreement; not stored.")] = 50,
+    agreement: Annotated[int, typer.Option("--agreement", min=0, help="Also ask about this many pairs the humans judged (half relevant, half not) and print "
+                                                                      "the agreement; not stored.")] = 50,
     seed: Annotated[int, typer.Option("--seed", help="Seed of the agreement sample.")] = 0,
-    prompt: Annotated[Optional[Path], typer.Option("--prompt", exists=True, dir_okay=False, help="A prompt template of yours ({question}, {title}, {passage}) instead of the default one.")] = None,
+    prompt: Annotated[Optional[Path], typer.Option("--prompt", exists=True, dir_okay=False, help="A prompt template of yours ({question}, {title}, {passage}) "
+                                                                                                 "instead of the default one.")] = None,
     concurrency: Annotated[int, typer.Option("--concurrency", min=1, help="Requests in flight at once.")] = 4,
     timeout: Annotated[float, typer.Option("--timeout", min=0.001, help="Seconds to wait for one answer.")] = 60.0,
     no_cache: Annotated[bool, typer.Option("--no-cache", help="Ask again even when an answer to the same request is cached.")] = False,

@@ -124,9 +124,12 @@ def load_golden(
     embedder: EmbedderOpt = None,
     batch_size: BatchOpt = DEFAULT_BATCH_SIZE,
     on_duplicate: DuplicateOpt = OnDuplicate.refuse,
-    corpus: Annotated[Optional[str], typer.Option("--corpus", help="The table bare label ids name: seval_article, an attached table or the table its records belong to (default: the corpus holding records).")] = None,
-    allow_unlabelled: Annotated[bool, typer.Option("--allow-unlabelled", help="Keep questions with no judgment (ranked, left out of every mean) instead of refusing them.")] = False,
-    demote: Annotated[bool, typer.Option("--demote", help="Let this load give another source to, or drop labels of, questions promoted from production failures (kept in golden history).")] = False,
+    corpus: Annotated[Optional[str], typer.Option("--corpus", help="The table bare label ids name: seval_article, an attached table or the table its records "
+                                                                   "belong to (default: the corpus holding records).")] = None,
+    allow_unlabelled: Annotated[bool, typer.Option("--allow-unlabelled", help="Keep questions with no judgment (ranked, left out of every mean) instead of "
+                                                                              "refusing them.")] = False,
+    demote: Annotated[bool, typer.Option("--demote", help="Let this load give another source to, or drop labels of, questions promoted from production "
+                                                          "failures (kept in golden history).")] = False,
 ) -> None:
     """Load golden-set questions (all or none, upsert by id); their labels must name stored records."""
     from ..load.bulk import load_golden as ingest_golden
@@ -166,7 +169,7 @@ def load_beir(
         db, folder, split=split, embedder=model, batch_size=batch_size, progress=progress, create_harness=True,
         on_duplicate=on_duplicate.value, analyzer=analyzer), model)
     corpus, golden = report.corpus, report.golden
-    plain(out, 
+    plain(out,
         f"loaded {_loaded(corpus, 'articles')} and {_loaded(golden, 'questions')} ({golden.labels} labels) "
         f"from {folder} in {report.seconds:.1f} s{_harness_note(corpus)}")
     if golden.skipped:

@@ -24,7 +24,8 @@ def add(
         "--arg", help="NAME=VALUE: the value of the function's parameter $NAME (JSON when it parses, else text); repeatable.")] = None,
     per_k: Annotated[bool, typer.Option(
         "--per-k", help="Call the function once per k of a run and score each k on its own list (it cannot be fused then).")] = False,
-    corpus: Annotated[Optional[str], typer.Option("--corpus", help="The corpus table the function returns records of (default: the one holding records).")] = None,
+    corpus: Annotated[Optional[str], typer.Option("--corpus", help="The corpus table the function returns records of (default: the one holding "
+                                                                   "records).")] = None,
     text: Annotated[Optional[str], typer.Option("--text", help="Call the function on this text when registering "
                                                                "(default: the first golden question).")] = None,
     fuse: Annotated[Optional[str], typer.Option("--fuse", help="Register a fusion instead: rrf or linear.")] = None,

@@ -13,7 +13,8 @@ from ..grammar import check_number, parse_ks, parse_weights
 
 if TYPE_CHECKING:
     from ..store.connection import Database
-from .app import AnalyzerOpt, DanglingOpt, GoldenOpt, JsonOpt, JudgmentsOpt, LevelOpt, app, checked, err, export_app, fail, out, plain, state, table_name, with_db
+from .app import (AnalyzerOpt, DanglingOpt, GoldenOpt, JsonOpt, JudgmentsOpt, LevelOpt, app, checked, err, export_app, fail, out, plain, state,
+                  table_name, with_db)
 from .progress import Progress
 
 
@@ -118,7 +119,8 @@ def evaluate(
         "report ann_recall@k, the share of the exact top k the HNSW index returned."))] = False,
     relevance_level: LevelOpt = None,
     ignore_identical_ids: IdenticalOpt = False,
-    rerank: Annotated[Optional[str], typer.Option(help="Rerank each retriever's top N: a /rerank URL, or local:MODEL (a cross-encoder, the local extra).")] = None,
+    rerank: Annotated[Optional[str], typer.Option(help="Rerank each retriever's top N: a /rerank URL, or local:MODEL (a cross-encoder, the local "
+                                                       "extra).")] = None,
     rerank_depth: Annotated[int, typer.Option(help="N: how many of each retriever's results the reranker reorders.")] = 20,
     rerank_api: Annotated[str, typer.Option(help="The /rerank endpoint's shape: cohere (also OpenAI-style, Jina, vLLM) or tei.")] = "cohere",
     rerank_model: Annotated[Optional[str], typer.Option(help="Model name sent to a cohere-style reranker.")] = None,
@@ -307,8 +309,10 @@ def split(
 @app.command()
 def tune(
     param: Annotated[str, typer.Option(help="Parameter to sweep: floor, rrf_k, weights or knn_ef.")] = "floor",
-    values: Annotated[Optional[str], typer.Option(help="Candidates: 0,1.5,3 (floor; default 0 and percentiles of the BM25 scores seen on dev); 20,60 (rrf_k, knn_ef); 0.3,0.7;0.5,0.5 (weights).")] = None,
-    metric: Annotated[str, typer.Option(help="Metric that picks the best value, e.g. recall@5 (with --param knn_ef also ann_recall@10: the index against the exact neighbours).")] = "recall@5",
+    values: Annotated[Optional[str], typer.Option(help="Candidates: 0,1.5,3 (floor; default 0 and percentiles of the BM25 scores seen on dev); 20,60 (rrf_k, "
+                                                       "knn_ef); 0.3,0.7;0.5,0.5 (weights).")] = None,
+    metric: Annotated[str, typer.Option(help="Metric that picks the best value, e.g. recall@5 (with --param knn_ef also ann_recall@10: the index against the "
+                                             "exact neighbours).")] = "recall@5",
     retriever: Annotated[Optional[str], typer.Option(help="Retriever to tune (default: the one the parameter belongs to).")] = None,
     corpus: Annotated[Optional[str], typer.Option(help="Corpus table.")] = None,
     force: Annotated[bool, typer.Option("--force", help="Tune and report on the same questions when there is no dev/test split (marked in history).")] = False,
@@ -328,7 +332,8 @@ def tune(
     candidates = None if values is None and param == "floor" else checked(lambda: parse_values(param, values or ""))
     corpus = table_name(corpus, "--corpus table")
     result = with_db(lambda db: run_tune(db, param=param, values=candidates, metric=metric, retriever=retriever,
-                                          params={"corpus": corpus, **_scoring(relevance_level, ignore_identical_ids), **_golden(golden, dangling_labels, judgments)},
+                                          params={"corpus": corpus, **_scoring(relevance_level, ignore_identical_ids),
+                                                  **_golden(golden, dangling_labels, judgments)},
                                           force=force, fresh=fresh))
     if as_json:
         out.print_json(result.model_dump_json())

@@ -15,7 +15,8 @@ from .app import DanglingOpt, GoldenOpt, JsonOpt, JudgmentsOpt, LevelOpt, app, c
 def score(
     file: Annotated[Path, typer.Argument(help="A TREC run file (qid Q0 docid rank score tag) or JSONL ({question, ranked}).")],
     label: Annotated[Optional[str], typer.Option(help="A label for this run in history (default: scored from FILE).")] = None,
-    name: Annotated[Optional[str], typer.Option(help="Retriever name: renames a TREC file's one tag; names JSONL rankings that give no retriever (default: supplied).")] = None,
+    name: Annotated[Optional[str], typer.Option(help="Retriever name: renames a TREC file's one tag; names JSONL rankings that give no retriever (default: "
+                                                     "supplied).")] = None,
     corpus: Annotated[Optional[str], typer.Option(help="Corpus table whose records the document ids name (default: the one holding records).")] = None,
     fmt: Annotated[str, typer.Option("--format", help="auto (a first line starting with { is JSONL), trec or jsonl.")] = "auto",
     k: Annotated[str, typer.Option("--k", help="Cutoffs, comma-separated.")] = "1,3,5,10",
@@ -53,7 +54,8 @@ app.add_typer(endpoint_app, name="endpoint")
 @endpoint_app.command("add")
 def endpoint_add(
     name: Annotated[str, typer.Argument(help="Endpoint name; evaluate it with --retriever http:NAME.")],
-    url: Annotated[str, typer.Option("--search-url", help="The endpoint's URL (--url is the database's); {text} and {k} as query values are sent URL-encoded, e.g. 'http://h/search?q={text}&k={k}'.")],
+    url: Annotated[str, typer.Option("--search-url", help="The endpoint's URL (--url is the database's); {text} and {k} as query values are sent URL-encoded, "
+                                                          "e.g. 'http://h/search?q={text}&k={k}'.")],
     ids: Annotated[str, typer.Option(help="JMESPath expression of the ranked ids in the JSON answer, e.g. 'hits[*].id'.")],
     post: Annotated[Optional[str], typer.Option(help="POST this JSON body instead of a GET, e.g. '{\"query\": \"{text}\", \"k\": {k}}'.")] = None,
     scores: Annotated[Optional[str], typer.Option(help="JMESPath expression of their scores (default: scores from the ranks).")] = None,

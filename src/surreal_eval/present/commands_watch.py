@@ -111,9 +111,11 @@ def watch(
     dangling_labels: DanglingOpt = None,
     judgments: JudgmentsOpt = None,
     full: Annotated[bool, typer.Option("--full", help="Retrieve every list anew after each ingest instead of recomputing only what it changed.")] = False,
-    verify_every: Annotated[Optional[int], typer.Option("--verify-every", help="Make every Nth after-ingest run retrieve every list anew and record whether the kept lists agreed.")] = None,
+    verify_every: Annotated[Optional[int], typer.Option("--verify-every", help="Make every Nth after-ingest run retrieve every list anew and record whether "
+                                                                               "the kept lists agreed.")] = None,
     off: Annotated[bool, typer.Option("--off", help="Stop evaluating after ingests.")] = False,
-    drain: Annotated[bool, typer.Option("--drain", help="Evaluate every pending ingest now, then exit (0: all recorded; 6: an evaluation failed, recorded on its ingest).")] = False,
+    drain: Annotated[bool, typer.Option("--drain", help="Evaluate every pending ingest now, then exit (0: all recorded; 6: an evaluation failed, recorded on "
+                                                        "its ingest).")] = False,
     follow: Annotated[bool, typer.Option("--follow", help="Keep evaluating pending ingests as they come, until Ctrl-C (a long-lived worker).")] = False,
     every: Annotated[float, typer.Option("--every", help="With --follow: seconds between two looks for pending ingests.")] = 2.0,
     as_json: JsonOpt = False,

@@ -11,7 +11,7 @@ import threading
 import weakref
 from typing import Any, Callable, Coroutine, Sequence, TypeVar
 
-from surrealdb import AsyncSurreal, DoneFrame, ErrorFrame, RecordID  # RecordID: imported from here by store.golden and runs.tune
+from surrealdb import AsyncSurreal, DoneFrame, ErrorFrame, RecordID  # noqa: F401 (RecordID: imported from here by other modules)
 from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_random_exponential
 from surrealdb.errors import (
     ConnectionUnavailableError,

@@ -74,17 +74,10 @@ def resolve_retrievers(db: Database, names: list[str] | None, corpus: str | None
             corpus = db.value("RETURN fn::seval::default_corpus()")
         except SurrealEvalError:  # several corpus tables hold records: the run refuses it in its own words
             corpus = None
-    defaults = [r.name for r in rows if r.by_default and (corpus is None or _searches(r, corpus, rows))]
+    defaults = [] if names else db.value("RETURN fn::seval::default_retrievers($corpus)", {"corpus": corpus})
     chosen = parse_retrievers(names, known=[r.name for r in rows], defaults=defaults)
     check_functions(db, chosen, rows)
     return chosen
-
-
-def _searches(row: Retriever, corpus: str, rows: list[Retriever]) -> bool:
-    """Whether retriever `row` can rank records of `corpus`: no list it reads is a function of another corpus table."""
-    by_name = {r.name: r for r in rows}
-    functions = [by_name[name] for name in row.lists if name in by_name and by_name[name].function_name]
-    return all(f.corpus in (None, corpus) for f in functions)
 
 
 def tuned_by(db: Database, param: str) -> str:

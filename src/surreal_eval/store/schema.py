@@ -55,8 +55,9 @@ __all__ = [
 
 #: The files that make up the harness, in the order they are applied. corpus and corpus_indexes
 #: are templates of one corpus table, applied here for `article` (and by define_corpus for others).
-HARNESS_SCRIPTS = ("analyzers", "schema", "golden", "labels", "promote", "generate", "judge", "corpus", "corpus_indexes", "ingest", "retrievers", "tune_ef", "attached", "user_retrievers",
-                   "supplied", "endpoints", "rerank", "registry", "metrics", "scoring", "history", "candidate_cache", "incremental", "incremental_bm25", "ann_check",
+HARNESS_SCRIPTS = ("analyzers", "schema", "golden", "labels", "promote", "generate", "judge", "corpus", "corpus_indexes", "ingest", "retrievers",
+                   "tune_ef", "attached", "user_retrievers", "supplied", "endpoints", "rerank", "registry", "metrics", "scoring", "history",
+                   "candidate_cache", "incremental", "incremental_bm25", "ann_check",
                    "checks", "evaluate", "watch", "queries", "runs", "tags", "prune", "access")
 #: The script rendered with one branch per attached table (see attached_script).
 ATTACHED_SCRIPT = "attached"
@@ -160,8 +161,9 @@ def import_harness(db: Database, config: HarnessConfig, *, skip_unchanged: bool 
 
 
 #: The names metric_dispatch defines (its text depends on the database, its names do not), for the ownership check.
-DISPATCH_DEFINES = ("DEFINE FUNCTION fn::seval::scored_metrics\nDEFINE FUNCTION fn::seval::metrics\nDEFINE FUNCTION fn::seval::extra_metrics\n"
-                    "DEFINE FUNCTION fn::seval::with_extra_metrics\nDEFINE FUNCTION fn::seval::extra_metric_names\nDEFINE FUNCTION fn::seval::function_candidates")
+DISPATCH_DEFINES = ("DEFINE FUNCTION fn::seval::scored_metrics\nDEFINE FUNCTION fn::seval::metrics\n"
+                    "DEFINE FUNCTION fn::seval::extra_metrics\nDEFINE FUNCTION fn::seval::with_extra_metrics\n"
+                    "DEFINE FUNCTION fn::seval::extra_metric_names\nDEFINE FUNCTION fn::seval::function_candidates")
 
 
 def metric_dispatch(db: Database) -> str:
@@ -187,9 +189,11 @@ def metric_dispatch(db: Database) -> str:
         "DEFINE FUNCTION OVERWRITE fn::seval::scored_metrics() -> array<string> { RETURN " + repr(names).replace('"', "'") + "; };",
         "-- fn::seval::metrics: every metric of fn::seval::scored_metrics() of one ranking at cutoff $k, as {<name>: value}.",
         "DEFINE FUNCTION OVERWRITE fn::seval::metrics" + args + " { RETURN { " + calls(names) + " }; };",
-        "-- fn::seval::extra_metrics: the metrics of fn::seval::scored_metrics() that fn::seval::standard_scores does not compute, at cutoff $k, as {<name>: value}.",
+        "-- fn::seval::extra_metrics: the metrics of fn::seval::scored_metrics() that fn::seval::standard_scores does not compute,"
+        " at cutoff $k, as {<name>: value}.",
         "DEFINE FUNCTION OVERWRITE fn::seval::extra_metrics" + args + " { RETURN { " + calls(extra) + " }; };",
-        "-- fn::seval::extra_metric_names: the metrics of fn::seval::scored_metrics() that fn::seval::standard_scores does not compute (a run calls fn::seval::scores_at only when there are any).",
+        "-- fn::seval::extra_metric_names: the metrics of fn::seval::scored_metrics() that fn::seval::standard_scores does not compute"
+        " (a run calls fn::seval::scores_at only when there are any).",
         "DEFINE FUNCTION OVERWRITE fn::seval::extra_metric_names() -> array<string> { RETURN " + repr(extra).replace('"', "'") + "; };",
         "-- fn::seval::with_extra_metrics: rows $rows of fn::seval::standard_scores for ranking $ranked with fn::seval::extra_metrics added at each k,"
         " on label profile $p's judged ids and the gains its level leaves (undefined values 0 above level 1).",
