@@ -1,0 +1,119 @@
+"""Where the run after an ingest spends its time, question by question, measured inside the engine.
+
+    python benchmarks/after_ingest_steps.py [--dataset cisi|debian] [--questions N] [--documents 20] [--repeat 40] [--sample 4]
+
+benchmarks/watch_scale.py measures the whole run after a 20-document ingest against a fresh one; this one
+splits the per-question part of it into its steps, on the same set and the same ingest: the store as
+watch_scale builds it (the set loaded, watch on at k 1, 3, 5, 10, one evaluation made), the application's
+ingest written, the run started (its changes read), then each step of one question timed by the engine's
+own clock over --repeat calls in one query (`FOR` over the step, `time::now()` before and after), its inputs
+bound by `LET` first: no SDK round trip or parameter encoding is counted (timed from Python, one call a
+round trip, a step with an embedding among its parameters read 3 to 7 ms too high). Each step is timed on
+--sample questions and the fastest kept, as a floor of its cost. Nothing is written: the run's candidate
+lists are read, merged in memory and not stored.
+
+Printed per step: milliseconds a question, and its share of the sum of the four whole steps (the kept BM25
+and vector lists brought up to date, the fused rankings, the scoring of every ranking), side by side.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import watch_scale  # noqa: E402 (benchmarks/ is on the path from here)
+
+#: what every step reads, bound once per question: the run's parameters (lists not stored), its ranking
+#: configurations, the question, its candidate lists, labels and kept cache rows, and the corpus changes
+BOUND = """
+LET $p0 = object::extend($run.params, { cache: fn::seval::run_cache($run), ks: $run.ks });
+LET $p = object::extend($p0, { cache: object::extend($p0.cache, { store: false }) });
+LET $configs = fn::seval::ranking_configs($p, fn::seval::run_entries($run.retrievers, $p));
+LET $q = fn::seval::golden_rows(fn::seval::run_golden($p), NONE, [$question])[0];
+LET $lists = fn::seval::candidates($q, $p, $configs);
+LET $target = fn::seval::question_target($q, $p.corpus);
+LET $labels = fn::seval::label_profile($target.judged, $target.gains, $p.ks, $p.relevance_level);
+LET $ch = fn::seval::run_changes($run);
+LET $b = $ch.bm25;
+LET $row = SELECT key, depth, hits, version, bound, stats FROM ONLY type::record('seval_candidate_cache', [$q.id, 'bm25', <string> $p.corpus, 0]);
+LET $vrow = SELECT key, depth, hits, version, bound, stats FROM ONLY type::record('seval_candidate_cache', [$q.id, 'vector', <string> $p.corpus, 0]);
+LET $stats = IF $row.stats = NONE { fn::seval::bm25_list_stats($row.hits, $q, $b.analyzer, <string> $p.corpus) } ELSE { $row.stats };
+LET $srow = object::extend($row, { stats: $stats });
+LET $fused = $configs.map(|$c| fn::seval::fused($c, $lists));
+LET $ks = $p.ks;
+"""
+
+#: (name, expression, whole): the steps of one question; the `whole` ones add up to its per-question work
+STEPS = [
+    ("kept BM25 list brought up to date", "fn::seval::cached_list('bm25', $q, $p)", True),
+    ("  its statistics read from the state (first merge)", "fn::seval::bm25_list_stats($row.hits, $q, $b.analyzer, <string> $p.corpus)", False),
+    ("  the merge, statistics given", "fn::seval::merged_bm25_list($srow, $q, $b, <string> $p.corpus, $p.depth, [])", False),
+    ("  the corpus changes read from the run", "fn::seval::run_changes($run)", False),
+    ("kept vector list brought up to date", "fn::seval::cached_list('vector', $q, $p)", True),
+    ("  the merge", "fn::seval::merged_vector_list($vrow, $q, $ch, $p.depth)", False),
+    ("every fused ranking (sweep included)", "$configs.map(|$c| fn::seval::fused($c, $lists))", True),
+    ("every ranking scored at every k", "$fused.map(|$l| fn::seval::standard_scores($l.id, $labels, $ks))", True),
+]
+
+
+def timed(db, run, questions: list, expression: str, repeat: int) -> float:
+    """The fewest milliseconds one evaluation of `expression` took, over `questions` (`repeat` times each)."""
+    best = float("inf")
+    for question in questions:
+        sql = (BOUND + f"LET $t0 = time::now(); FOR $i IN array::range(0, {repeat}) {{ LET $x = {expression}; }};"
+               " RETURN duration::nanos(time::now() - $t0);")
+        nanos = db.query(sql, {"run": run, "question": question})[-1]
+        best = min(best, nanos / repeat / 1e6)
+    return best
+
+
+def measure(dataset: str, questions: int, documents: int, repeat: int, sample: int) -> list[tuple[str, float, bool]]:
+    from surreal_eval import Settings, connect
+
+    docs, asked, batches, embeddings = (watch_scale.cisi_set if dataset == "cisi" else watch_scale.debian_set)(questions, documents)
+    with tempfile.TemporaryDirectory(prefix=f"steps-{dataset}-") as tmp:
+        folder = Path(tmp)
+        print(f"{dataset}: loading {len(docs):,} documents and {len(asked)} questions ({embeddings} embeddings) ...", flush=True)
+        watch_scale.base_store(folder, docs, asked)
+        db = connect(Settings(url=watch_scale.copy(folder, "steps")))
+        try:
+            watch_scale._write(db, batches[0])
+            started = db.value("RETURN fn::seval::start_run($ks, $names, $given, $label)",
+                               {"ks": watch_scale.KS, "names": db.value("RETURN fn::seval::default_retrievers()"),
+                                "given": {"engine": db.engine_version()}, "label": None})
+            chosen = started["questions"][:sample]
+            return [(name, timed(db, started["run"], chosen, expression, repeat), whole) for name, expression, whole in STEPS]
+        finally:
+            db.close()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--dataset", default="cisi", choices=["cisi", "debian"])
+    parser.add_argument("--questions", type=int, default=None, help="default: 76 on CISI, 500 on Debian")
+    parser.add_argument("--documents", type=int, default=20)
+    parser.add_argument("--repeat", type=int, default=40)
+    parser.add_argument("--sample", type=int, default=4)
+    parser.add_argument("--json", type=Path)
+    args = parser.parse_args()
+    questions = args.questions or (76 if args.dataset == "cisi" else 500)
+    steps = measure(args.dataset, questions, args.documents, args.repeat, args.sample)
+    total = sum(ms for _, ms, whole in steps if whole)
+    print(f"\n{args.dataset}: one question's work in the run after a {args.documents}-document ingest "
+          f"(fastest of {args.sample} questions, {args.repeat} calls each)")
+    for name, ms, whole in steps:
+        print(f"  {name:52s} {ms:7.2f} ms" + (f"   {ms / total:5.1%} of {total:.1f} ms" if whole else ""))
+    if args.json:
+        args.json.write_text(json.dumps([{"step": n, "ms": ms, "whole": w} for n, ms, w in steps], indent=2))
+    os._exit(0)  # the embedded engine may abort at interpreter exit (docs/exit-codes.md)
+
+
+if __name__ == "__main__":
+    main()
