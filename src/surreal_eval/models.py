@@ -312,7 +312,18 @@ class _AfterChanges(BaseModel):
         return self.since is not None
 
 
-class RunReport(_AfterChanges):
+class _Means:
+    """What RunReport and RunSummary both answer from their means (`results`)."""
+
+    def mean(self, retriever: str, metric: str, k: int) -> float | None:
+        """The mean of `metric`@`k` for `retriever` in this run, None if the run did not measure it."""
+        for row in self.results:  # type: ignore[attr-defined]
+            if row.retriever == retriever and row.k == k:
+                return row.scores.get(metric)
+        return None
+
+
+class RunReport(_AfterChanges, _Means):
     """One evaluation run: its means per retriever and k, and optionally every question's result."""
 
     run: str
@@ -348,7 +359,7 @@ class RunReport(_AfterChanges):
         return list(rows[0].scores) if rows else []
 
 
-class RunSummary(_AfterChanges):
+class RunSummary(_AfterChanges, _Means):
     """A run as history lists it."""
 
     run: str
@@ -371,10 +382,3 @@ class RunSummary(_AfterChanges):
     def metrics(self) -> list[str]:
         """The metrics this run scored, in report order."""
         return list(self.results[0].scores) if self.results else []
-
-    def mean(self, retriever: str, metric: str, k: int) -> float | None:
-        """The mean of `metric`@`k` for `retriever` in this run, None if the run did not measure it."""
-        for row in self.results:
-            if row.retriever == retriever and row.k == k:
-                return row.scores.get(metric)
-        return None

@@ -23,9 +23,10 @@ class Fell(BaseModel):
     broken: list[QuestionDelta]
 
 
-def what_fell(a: RunReport, b: RunReport) -> list[Fell]:
+def what_fell(a: RunReport, b: RunReport, *, run_means: bool = False) -> list[Fell]:
     """Every retriever and metric@k both loaded runs measured on which a question scored lower in `b` than in `a`:
-    what `compare_reports` lists as broken, with the same means, without its intervals and tests."""
+    what `compare_reports` lists as broken, with the same means (with `run_means`, each run's own mean over all its
+    questions, for reports holding only some questions' results), without its intervals and tests."""
     index_a, index_b = report_index(a), report_index(b)
     shared = sorted({r.question for r in a.per_question or []} & {r.question for r in b.per_question or []})
     specs = metric_specs(None, [k for k in a.ks if k in b.ks], names=[m for m in a.metrics if m in b.metrics])
@@ -35,8 +36,11 @@ def what_fell(a: RunReport, b: RunReport) -> list[Fell]:
         broken = [QuestionDelta(question=q, before=scores_a[q], after=scores_b[q]) for q in paired
                   if scores_b[q] < scores_a[q] - TOLERANCE]
         if broken:
-            fell.append(Fell(retriever=retriever, metric=str(spec), mean_a=sum(scores_a[q] for q in paired) / len(paired),
-                             mean_b=sum(scores_b[q] for q in paired) / len(paired),
+            mean_a = a.mean(retriever, spec.name, spec.k) if run_means else None
+            mean_b = b.mean(retriever, spec.name, spec.k) if run_means else None
+            fell.append(Fell(retriever=retriever, metric=str(spec),
+                             mean_a=sum(scores_a[q] for q in paired) / len(paired) if mean_a is None else mean_a,
+                             mean_b=sum(scores_b[q] for q in paired) / len(paired) if mean_b is None else mean_b,
                              broken=sorted(broken, key=lambda d: (-abs(d.after - d.before), d.question))))
     return fell
 
@@ -50,15 +54,4 @@ def what_fell_after(db: Database, base: str, run: str) -> tuple[list[Fell], RunR
     questions = db.value("RETURN fn::seval::rescored_questions($run)", {"run": run_id})
     before = load_run(db, base_id, per_question=True, intervals=False, questions=questions)
     after = load_run(db, run_id, per_question=True, intervals=False, questions=questions)
-    fell = what_fell(before, after)
-    means_a, means_b = _means(before), _means(after)
-    for f in fell:
-        key = (f.retriever, f.metric)
-        if key in means_a and key in means_b:
-            f.mean_a, f.mean_b = means_a[key], means_b[key]
-    return fell, before, after
-
-
-def _means(report: RunReport) -> dict[tuple[str, str], float]:
-    """Each of the report's means by (retriever, `metric@k`), the floor sweep's left out."""
-    return {(row.retriever, f"{metric}@{row.k}"): value for row in report.results for metric, value in row.scores.items()}
+    return what_fell(before, after, run_means=True), before, after
