@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 
 from surreal_eval import HarnessConfig, Settings, connect, import_harness
-from surreal_eval.load.bulk import load_beir
+from surreal_eval.golden.files import load_beir
 from surreal_eval.runs.evaluate import evaluate
 
 

@@ -117,7 +117,7 @@ def write_log(log: list[dict], out: Path) -> None:
 
 def recovery(db, folder: Path, log: list[dict]) -> dict:
     """Precision and recall of the click labels stored for the click questions against CISI's qrels."""
-    from surreal_eval.load.search_log import normalise
+    from surreal_eval.golden.search_log import normalise
 
     texts, qrels, *_ = load_collection(folder)
     by_text = {normalise(texts[q]): q for q in qrels}
@@ -139,7 +139,7 @@ def paired_means(db, folder: Path, retrievers: list[str], k: int = 10) -> dict:
     """{retriever: {metric: (mean on derived labels, mean on true labels)}} over the click questions with a
     label and the CISI questions of the same queries (one evaluation of both)."""
     from surreal_eval import evaluate
-    from surreal_eval.load.search_log import normalise
+    from surreal_eval.golden.search_log import normalise
 
     texts, qrels, *_ = load_collection(folder)
     by_text = {normalise(texts[q]): q for q in qrels}

@@ -70,7 +70,7 @@ from watch_cost import format_watch, measure_watch
 from surreal_eval import METRICS, Database, Retriever, Settings, connect, evaluate, registry
 from surreal_eval.runs import evaluate as _evaluation
 from surreal_eval.store.connection import record_str, to_record
-from surreal_eval.load.bulk import load_beir, load_dataset
+from surreal_eval.golden.files import load_beir, load_dataset
 
 
 

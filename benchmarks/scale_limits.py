@@ -64,7 +64,8 @@ def run_step(step: str, folder: Path, sample: int) -> dict:
     if step == "write":
         raise ValueError("write runs in the parent")
     from surreal_eval import Settings, connect, evaluate
-    from surreal_eval.load.bulk import load_corpus, load_golden
+    from surreal_eval.load.bulk import load_corpus
+    from surreal_eval.golden.files import load_golden
     from surreal_eval.load.readers import read_documents, read_questions
 
     db = connect(Settings(url=f"surrealkv://{folder / 'store'}"))

@@ -3,7 +3,7 @@
     python benchmarks/startup.py [--runs N]
 
 Prints, for each, the median wall time over N fresh processes (default 7): `surreal-eval --help`,
-`surreal-eval history` on a small persistent store (the demo, two runs) and `surreal-eval init` on
+`surreal-eval runs list` on a small persistent store (the demo, two runs) and `surreal-eval init` on
 that unchanged store (every script's checksum matches, so nothing is applied).
 """
 
@@ -39,7 +39,7 @@ def main() -> None:
         for args in (["init", "--demo"], ["evaluate", "--k", "1,3"], ["evaluate", "--k", "1,3"]):
             timed(["--url", url, *args], 1)
         rows = [("surreal-eval --help", timed(["--help"], runs)),
-                ("surreal-eval history (demo store, 2 runs)", timed(["--url", url, "history"], runs)),
+                ("surreal-eval runs list (demo store, 2 runs)", timed(["--url", url, "runs", "list"], runs)),
                 ("surreal-eval init (unchanged store)", timed(["--url", url, "init"], runs))]
     print(f"median of {runs} runs")
     for name, seconds in rows:

@@ -210,7 +210,8 @@ def _batches(source: list, documents: int) -> list[list[dict]]:
 def base_store(folder: Path, docs: list, questions: list) -> str:
     """A store with the set loaded, watch on at k 1, 3, 5, 10, and one evaluation made."""
     from surreal_eval import HarnessConfig, Settings, connect, import_harness
-    from surreal_eval.load.bulk import load_corpus, load_golden
+    from surreal_eval.load.bulk import load_corpus
+    from surreal_eval.golden.files import load_golden
     from surreal_eval.runs.evaluate import evaluate
     from surreal_eval.runs.watch import set_watch
 

@@ -12,7 +12,8 @@ import pytest
 os.environ["COLUMNS"] = "200"
 
 from surreal_eval import Article, Database, HarnessConfig, Question, Settings, connect, import_harness, import_lesson, import_seed
-from surreal_eval.load.bulk import load_corpus, load_golden
+from surreal_eval.load.bulk import load_corpus
+from surreal_eval.golden.files import load_golden
 
 SERVER_URL = os.environ.get("SURREAL_EVAL_TEST_URL")
 needs_server = pytest.mark.skipif(
@@ -97,7 +98,7 @@ def lesson_rows() -> tuple[list[Article], list[Question]]:
     source = connect(Settings(url="mem://"))
     try:
         import_lesson(source)
-        from surreal_eval.load.lesson import SEED_SCRIPT, _read
+        from surreal_eval.golden.lesson import SEED_SCRIPT, _read
 
         source.query(_read(SEED_SCRIPT))
         articles = source.value("SELECT record::id(id) AS id, title, content, embedding FROM article ORDER BY id")

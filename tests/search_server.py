@@ -66,11 +66,17 @@ class Handler(BaseHTTPRequestHandler):
             server.seen.append(text)
             failing = server.fail_first > 0
             server.fail_first -= 1 if failing else 0
+        answered = False
         try:
             time.sleep(server.delay)
             status = 503 if failing else server.status
             found = server.search(text, k) if rerank is None else server.rerank(text, rerank, tei)
             body = json.dumps(server.answer if server.answer is not None else found).encode()
+            # no longer in flight once the answer is ready: the client may send its next request as soon as it reads
+            # this one, before this thread would reach `finally` (on a loaded machine that counted one request too many)
+            with server.lock:
+                server.in_flight -= 1
+                answered = True
             self.send_response(status)
             self.send_header("content-type", "application/json")
             self.send_header("content-length", str(len(body)))
@@ -79,8 +85,9 @@ class Handler(BaseHTTPRequestHandler):
         except (BrokenPipeError, ConnectionResetError):  # the client gave up (a timeout test)
             pass
         finally:
-            with server.lock:
-                server.in_flight -= 1
+            if not answered:
+                with server.lock:
+                    server.in_flight -= 1
 
     def do_GET(self) -> None:
         query = parse_qs(urlsplit(self.path).query)

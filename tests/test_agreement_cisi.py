@@ -22,7 +22,7 @@ pytestmark = pytest.mark.slow
 
 @pytest.fixture(scope="module")
 def cisi_run(tmp_path_factory):
-    from surreal_eval.load.bulk import load_beir
+    from surreal_eval.golden.files import load_beir
 
     db = connect(Settings(url=f"surrealkv://{tmp_path_factory.mktemp('agreement') / 'store'}"))  # not mem://: CISI takes GBs there
     report = load_beir(db, CISI, create_harness=True)

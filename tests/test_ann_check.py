@@ -11,7 +11,8 @@ from typer.testing import CliRunner
 
 from surreal_eval.errors import ConfigError
 from surreal_eval.load.attach import attach_table
-from surreal_eval.load.bulk import load_corpus, load_golden
+from surreal_eval.load.bulk import load_corpus
+from surreal_eval.golden.files import load_golden
 from surreal_eval.models import Article, Question
 from surreal_eval.present.cli import app
 from surreal_eval.present.html import render_report

@@ -11,7 +11,8 @@ from typer.testing import CliRunner
 from surreal_eval import HarnessConfig, Settings, connect, import_harness
 from surreal_eval.errors import ConfigError, InputError, Rejected, SurrealEvalError
 from surreal_eval.load.attach import attach_table
-from surreal_eval.load.bulk import load_corpus, load_golden
+from surreal_eval.load.bulk import load_corpus
+from surreal_eval.golden.files import load_golden
 from surreal_eval.models import Article, Question
 from surreal_eval.present.cli import app
 from surreal_eval.runs.evaluate import evaluate
@@ -190,14 +191,14 @@ def test_attached_retrievers_rank_exactly_as_the_applications_own_queries(attach
 
 def test_an_attached_table_is_evaluated_compared_and_gated_through_the_cli(attached):
     store, before = attached
-    first = cli(store, "evaluate", "--corpus", "documents", "--k", "1,3", "--label", "a", "--json")
+    first = cli(store, "evaluate", "--corpus", "documents", "--k", "1,3", "--tag", "a", "--json")
     assert first.exit_code == 0, first.output
     data = json.loads(first.stdout)
     assert data["questions"] == 4 and data["corpus"]["table"] == "documents"
     assert {r["retriever"] for r in data["results"]} >= {"bm25", "vector", "hybrid"}
     vector_at_1 = next(r for r in data["results"] if r["retriever"] == "vector" and r["k"] == 1)
     assert vector_at_1["hit_rate"] == 1.0  # every question's nearest document is one of its labels
-    second = cli(store, "evaluate", "--corpus", "documents", "--k", "1,3", "--label", "b", "--json")
+    second = cli(store, "evaluate", "--corpus", "documents", "--k", "1,3", "--tag", "b", "--json")
     assert second.exit_code == 0, second.output
     compared = cli(store, "compare", data["run"], json.loads(second.stdout)["run"], "--json")
     assert compared.exit_code == 0, compared.output

@@ -163,12 +163,12 @@ def test_cli_load_golden_refuses_bad_rows_with_one_line(store, tmp_path, row, ex
 
 
 def test_cli_unreachable_server_exits_3_with_one_line():
-    line = one_line_error(runner.invoke(app, ["--url", "ws://127.0.0.1:9", "history"]), 3)
+    line = one_line_error(runner.invoke(app, ["--url", "ws://127.0.0.1:9", "runs", "list"]), 3)
     assert "cannot reach ws://127.0.0.1:9" in line
 
 
 def test_cli_wrong_password_exits_3_and_never_prints_it(store):
-    result = runner.invoke(app, ["--url", f"surrealkv://{store}", "--user", "root", "history"],
+    result = runner.invoke(app, ["--url", f"surrealkv://{store}", "--user", "root", "runs", "list"],
                            env={"SURREAL_EVAL_PASS": "s3cret-pw"})
     line = one_line_error(result, 3)
     assert "refused the credentials" in line and "s3cret-pw" not in result.output
@@ -180,11 +180,11 @@ def test_cli_bad_k_and_unknown_retriever_are_one_line_errors(store):
 
 
 def test_cli_debug_shows_the_traceback():
-    result = runner.invoke(app, ["--url", "ws://127.0.0.1:9", "--debug", "history"])
+    result = runner.invoke(app, ["--url", "ws://127.0.0.1:9", "--debug", "runs", "list"])
     assert result.exit_code != 0 and isinstance(result.exception, ConnectionFailed)
 
 
-@pytest.mark.parametrize("args", [["history"], ["evaluate"], ["export", "qrels"], ["slices"]])
+@pytest.mark.parametrize("args", [["runs", "list"], ["evaluate"], ["golden", "export", "--format", "qrels"], ["slices"]])
 def test_commands_on_a_database_without_the_harness_say_run_init(tmp_path, args):
     line = one_line_error(runner.invoke(app, ["--url", f"surrealkv://{tmp_path / 'empty'}", *args]), 2)
     assert "has no surreal-eval harness" in line and "surreal-eval init" in line

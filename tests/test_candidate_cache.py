@@ -233,7 +233,7 @@ def test_on_cisi_a_deeper_list_is_exactly_the_shallower_one_with_more_after_it(t
     """A cached list serves a shallower depth by its prefix: exact because every list is ordered by
     score then id, ties included (CISI's BM25 lists hold many equal scores)."""
     from surreal_eval import Settings, connect
-    from surreal_eval.load.bulk import load_beir
+    from surreal_eval.golden.files import load_beir
 
     from .datasets import cisi
 

@@ -1,5 +1,5 @@
-"""The chat model over an OpenAI-compatible API (load/chat.py), against a real local server speaking the
-protocol (tests/chat_server.py), and the plain-text rules its answers are read by (load/wording.py)."""
+"""The chat model over an OpenAI-compatible API (golden/chat.py), against a real local server speaking the
+protocol (tests/chat_server.py), and the plain-text rules its answers are read by (golden/wording.py)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import time
 import pytest
 
 from surreal_eval.errors import ConfigError, EndpointFailed
-from surreal_eval.load.chat import ChatCache, OpenAIChat, chat_from_env, chat_from_spec, default_cache_dir
-from surreal_eval.load.wording import judgment_in, looks_english, overlap, question_in
+from surreal_eval.golden.chat import ChatCache, OpenAIChat, chat_from_env, chat_from_spec, default_cache_dir
+from surreal_eval.golden.wording import judgment_in, looks_english, overlap, question_in
 
 from .chat_server import ChatServer, chat_server, check_request
 

@@ -43,8 +43,8 @@ from surrealdb import RecordID
 from surreal_eval import HarnessConfig, Settings, add_function_retriever, connect, evaluate, import_harness, registry
 from surreal_eval.errors import SurrealEvalError
 from surreal_eval.load.attach import attach_table
-from surreal_eval.load.bulk import load_golden
-from surreal_eval.load.golden_attach import attach_golden
+from surreal_eval.golden.files import load_golden
+from surreal_eval.golden.attach import attach_golden
 from surreal_eval.models import Question
 from surreal_eval.store.connection import Database, record_str, to_record
 

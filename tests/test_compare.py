@@ -215,8 +215,8 @@ def cli(store, *args):
 def test_cli_compare_prints_changes_and_broken_questions(tmp_path):
     store = tmp_path / "store"
     assert cli(store, "init", "--demo").exit_code == 0
-    assert cli(store, "evaluate", "--k", "1,3,5", "--label", "floor 3").exit_code == 0
-    assert cli(store, "evaluate", "--k", "1,3,5", "--floor", "0", "--label", "floor 0").exit_code == 0
+    assert cli(store, "evaluate", "--k", "1,3,5", "--note", "floor 3").exit_code == 0
+    assert cli(store, "evaluate", "--k", "1,3,5", "--floor", "0", "--note", "floor 0").exit_code == 0
 
     result = cli(store, "compare", "previous", "latest", "--metric", "recall@3", "--json")
     assert result.exit_code == 0, result.output

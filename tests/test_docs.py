@@ -48,8 +48,13 @@ def test_the_cli_reference_covers_every_command_and_option():
     def walk(group, prefix):
         for name, command in group.commands.items():
             path = f"{prefix} {name}"
+            if command.hidden:  # 0.1's spellings: docs/upgrading.md
+                assert f"## `{path}`" not in text, path
+                continue
             assert f"## `{path}`" in text, path
             for option in command.params:
+                if option.hidden:
+                    continue
                 for flag in getattr(option, "opts", [])[:1]:
                     if flag.startswith("--"):
                         assert flag in text.split(f"## `{path}`", 1)[1], (path, flag)

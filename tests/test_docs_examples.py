@@ -41,7 +41,7 @@ RUNNABLE = [
     ("A CI job that gates retrieval", 0, ["surreal-eval init --demo", "surreal-eval evaluate --k 1,5,10"],
      {"GITHUB_SHA": "abc123", "GITHUB_REF": "refs/heads/main"}),
     ("A CI job that gates retrieval", 0, ["surreal-eval init --demo", "surreal-eval evaluate --k 1,5,10",
-                                          "surreal-eval tag latest main"],
+                                          "surreal-eval tag add latest main"],
      {"GITHUB_SHA": "def456", "GITHUB_REF": "refs/heads/feature"}),
     ("Relevance level and self-retrieval", 0, ["surreal-eval init --demo"], {}),
     ("Candidate lists reused across runs", 0, [], {}),

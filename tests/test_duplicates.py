@@ -8,7 +8,8 @@ import pytest
 from typer.testing import CliRunner
 
 from surreal_eval import InputError
-from surreal_eval.load.bulk import load_beir, load_corpus, load_golden
+from surreal_eval.load.bulk import load_corpus
+from surreal_eval.golden.files import load_beir, load_golden
 from surreal_eval.load.readers import read_documents, read_questions
 from surreal_eval.present.cli import app
 

@@ -28,19 +28,19 @@ def test_history_guards_quality_on_cisi(tmp_path):
         return result.stdout
 
     assert "1460 articles" in cli("load", "beir", str(CISI)).replace(",", "")
-    baseline = json.loads(cli("evaluate", "--k", "1,5,10", "--label", "baseline", "--json"))
-    changed = json.loads(cli("evaluate", "--k", "1,5,10", "--rrf-k", "1", "--floor", "0", "--label", "rrf 1", "--json"))
+    baseline = json.loads(cli("evaluate", "--k", "1,5,10", "--note", "baseline", "--json"))
+    changed = json.loads(cli("evaluate", "--k", "1,5,10", "--rrf-k", "1", "--floor", "0", "--note", "rrf 1", "--json"))
     assert changed["params"]["rrf_k"] == 1 and baseline["params"]["rrf_k"] == 60
 
     # ingest more documents: copies of ten CISI abstracts under new ids; the ingest evaluates by itself
-    cli("watch", "--k", "1,5,10")
+    cli("watch", "set", "--k", "1,5,10")
     extra = tmp_path / "extra.jsonl"
     with (CISI / "corpus.jsonl").open() as corpus, (CISI / "embeddings" / "corpus.jsonl").open() as vectors:
         rows = [(json.loads(d), json.loads(v)) for d, v, _ in zip(corpus, vectors, range(10))]
     extra.write_text("".join(json.dumps({"id": f"extra-{d['_id']}", "title": d["title"], "content": d["text"],
                                          "embedding": v["embedding"]}) + "\n" for d, v in rows))
     assert "the ingest recorded run" in cli("load", "corpus", str(extra))
-    runs = json.loads(cli("history", "--json"))
+    runs = json.loads(cli("runs", "list", "--json"))
     assert [r["label"] for r in runs][:2] == ["baseline", "rrf 1"]
     assert runs[-1]["trigger"] == "ingest" and runs[-1]["corpus"]["documents"] == 1470
 

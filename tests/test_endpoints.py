@@ -122,7 +122,7 @@ def test_an_endpoint_that_is_down_fails_with_exit_4(tmp_path):
     assert result.exit_code == 4
     assert result.stderr.strip().splitlines() == [
         "error: endpoint gone cannot be reached at http://127.0.0.1:9/s (ConnectError) (after 2 attempts)"]
-    assert json.loads(runner.invoke(app, [*store, "history", "--json"]).stdout) == []
+    assert json.loads(runner.invoke(app, [*store, "runs", "list", "--json"]).stdout) == []
 
 
 @pytest.mark.parametrize(("options", "message"), [

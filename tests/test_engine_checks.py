@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 from surreal_eval import Settings, connect
 from surreal_eval.errors import EngineCheckFailed, Rejected
 from surreal_eval.load.attach import attach_table
-from surreal_eval.load.bulk import load_golden
+from surreal_eval.golden.files import load_golden
 from surreal_eval.models import Question
 from surreal_eval.present.cli import app
 from surreal_eval.runs.evaluate import evaluate

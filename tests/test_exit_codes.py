@@ -57,7 +57,7 @@ def test_global_options_work_after_the_command_name(tmp_path):
     done = runner.invoke(app, ["evaluate", "--url", url, "--k", "1", "--json"])
     assert done.exit_code == 0, done.output
     assert '"questions": 8' in done.stdout
-    done = runner.invoke(app, ["history", "--json", f"--url={url}", "--ns", "surreal_eval", "--debug"])
+    done = runner.invoke(app, ["runs", "list", "--json", f"--url={url}", "--ns", "surreal_eval", "--debug"])
     assert done.exit_code == 0, done.output and done.stdout.count('"run"') == 1
 
 
@@ -65,15 +65,15 @@ def test_export_takes_latest_and_previous_and_a_failed_export_leaves_no_file(tmp
     url = demo_store(tmp_path / "store", runs=2)
     for name in ("latest", "previous"):
         target = tmp_path / f"{name}.trec"
-        assert run_cli(["--url", url, "export", "run", name, "-o", str(target)]) == 0
+        assert run_cli(["--url", url, "runs", "export", name, "-o", str(target)]) == 0
         assert target.read_text().count(" Q0 ") > 0
-    assert run_cli(["--url", url, "export", "qrels", "--run", "latest", "-o", str(tmp_path / "q.txt")]) == 0
+    assert run_cli(["--url", url, "golden", "export", str(tmp_path / "q.txt"), "--format", "qrels", "--from-run", "latest"]) == 0
     missing = tmp_path / "missing.trec"
-    assert run_cli(["--url", url, "export", "run", "nosuch", "-o", str(missing)]) == 2
+    assert run_cli(["--url", url, "runs", "export", "nosuch", "-o", str(missing)]) == 2
     assert not missing.exists()
     kept = tmp_path / "latest.trec"
     before = kept.read_text()
-    assert run_cli(["--url", url, "export", "run", "nosuch", "-o", str(kept)]) == 2
+    assert run_cli(["--url", url, "runs", "export", "nosuch", "-o", str(kept)]) == 2
     assert kept.read_text() == before and sorted(p.name for p in tmp_path.iterdir() if p.is_file()) == [
         "latest.trec", "previous.trec", "q.txt"]
 

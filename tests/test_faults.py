@@ -182,7 +182,7 @@ def test_a_second_process_on_a_busy_store_gets_a_clear_message(tmp_path):
     try:
         assert holder.stdout.readline().strip() == "open"
         started = time.monotonic()
-        done = cli(store, "history", check=False)
+        done = cli(store, "runs", "list", check=False)
         assert time.monotonic() - started < 30  # no hang
         assert done.returncode == 3
         assert done.stderr.strip().startswith("error: the store") and "open in another process" in done.stderr

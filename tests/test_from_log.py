@@ -12,9 +12,9 @@ from typer.testing import CliRunner
 
 from surreal_eval import ClickModel, Settings, connect, golden_from_log
 from surreal_eval.errors import InputError, PermissionDenied
-from surreal_eval.load.click_model import derive_labels, pair_stats, rank_ctr
-from surreal_eval.load.from_log import click_question_id, log_questions
-from surreal_eval.load.search_log import Impression, QueryGroup, group_queries, normalise, read_log, sample_queries
+from surreal_eval.golden.click_model import derive_labels, pair_stats, rank_ctr
+from surreal_eval.golden.from_log import click_question_id, log_questions
+from surreal_eval.golden.search_log import Impression, QueryGroup, group_queries, normalise, read_log, sample_queries
 from surreal_eval.present.cli import app
 
 from .conftest import as_evaluator, assert_cli_refuses_the_evaluator, evaluator_store, seed_own, snapshot

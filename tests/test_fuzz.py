@@ -48,7 +48,8 @@ from surreal_eval.errors import InputError, Rejected
 from surreal_eval.grammar import quoted_key
 from surreal_eval.runs.export import export_run_trec
 from surreal_eval.store.schema import RESERVED_WORDS
-from surreal_eval.load.bulk import load_beir, load_corpus, load_golden
+from surreal_eval.load.bulk import load_corpus
+from surreal_eval.golden.files import load_beir, load_golden
 from surreal_eval.load.readers import read_documents, read_questions
 
 from .conftest import fresh_db, snapshot, seed_own
@@ -804,7 +805,7 @@ def test_jsonl_documents_load_verbatim_or_not_at_all(templates, case, table):
     with example_dir(case.files) as root:
         with closing(fresh_db()) as db:
             check_library(case, db, lambda: load_corpus(db, read_documents(root / "docs.jsonl")))
-        check_cli(case, store_copy(templates, "empty", root), ["load", "corpus", str(root / "docs.jsonl"), f"--table={table}"], table=table)
+        check_cli(case, store_copy(templates, "empty", root), ["load", "corpus", str(root / "docs.jsonl"), f"--corpus={table}"], table=table)
 
 
 @FUZZ
@@ -813,7 +814,7 @@ def test_csv_documents_load_verbatim_or_not_at_all(templates, case, table):
     with example_dir(case.files) as root:
         with closing(fresh_db()) as db:
             check_library(case, db, lambda: load_corpus(db, read_documents(root / "docs.csv")))
-        check_cli(case, store_copy(templates, "empty", root), ["load", "corpus", str(root / "docs.csv"), f"--table={table}"], table=table)
+        check_cli(case, store_copy(templates, "empty", root), ["load", "corpus", str(root / "docs.csv"), f"--corpus={table}"], table=table)
 
 
 @FUZZ
@@ -891,20 +892,20 @@ def test_hostile_questions_evaluate_diagnose_and_export(templates, questions, ru
     with example_dir({"golden.jsonl": jsonl_bytes(lines)}) as root:
         store = store_copy(templates, "seeded", root)
         succeeded(cli(store, "load", "golden", str(root / "golden.jsonl")))
-        succeeded(cli(store, "evaluate", "--k", "3", "--per-question", *([f"--label={run_label}"] if run_label is not None else [])))
+        succeeded(cli(store, "evaluate", "--k", "3", "--per-question", *([f"--note={run_label}"] if run_label is not None else [])))
         result = cli(store, "evaluate", "--k", "3", "--per-question", "--json")
         succeeded(result)
         shown = json.loads(result.stdout)
         assert names <= {r["question"] for r in shown["per_question"]}
         for ident in questions:
             succeeded(cli(store, "diagnose", f"seval_question:{ident}", "--k", "3"))
-        result = cli(store, "export", "run", shown["run"])
+        result = cli(store, "runs", "export", shown["run"])
         if whitespace:
             assert "whitespace" in one_line_error(result, 2)
         else:
             succeeded(result)
             check_trec(result.stdout.split("\n")[:-1], questions, whitespace)
-        succeeded(cli(store, "history"))
+        succeeded(cli(store, "runs", "list"))
         with opened(store) as db:
             nobody_let_in(db)
             assert db.value("RETURN count(SELECT * FROM seval_article)") == len(SEED_ARTICLES)
@@ -936,14 +937,14 @@ GOOD_DOCS = {"fz1": {"title": "t", "content": "parcel", "embedding": [1.0, 0.0, 
 
 def identifier_commands(name: str, docs: Path) -> list[list[str]]:
     return [
-        ["load", "corpus", str(docs), f"--table={name}"],
+        ["load", "corpus", str(docs), f"--corpus={name}"],
         ["evaluate", "--k", "3", f"--corpus={name}"],
         ["diagnose", "money_back", f"--corpus={name}"],
         ["tune", "--force", "--values", "0,3", f"--corpus={name}"],
-        ["chunk", f"--from={name}", "--into=chunks", "--embedder", EMBEDDER],
+        ["chunk", f"--corpus={name}", "--into=chunks", "--embedder", EMBEDDER],
         ["chunk", f"--into={name}", "--embedder", EMBEDDER],
-        ["grant", "--", name],
-        ["grant", "--revoke", "--", name],
+        ["access", "add", "--", name],
+        ["access", "remove", "--", name],
     ]
 
 
@@ -988,12 +989,12 @@ def test_an_identifier_loads_a_corpus_table_or_is_refused_cleanly(templates, nam
             before = snapshot(db)
         reserved = name.lower() in RESERVED_WORDS
         for args in (["evaluate", "--k", "3", f"--corpus={name}"], ["diagnose", "money_back", f"--corpus={name}"],
-                     ["chunk", f"--from={name}", "--into=seval_chunks", "--embedder", EMBEDDER]):  # chunk once cut eval_run
+                     ["chunk", f"--corpus={name}", "--into=seval_chunks", "--embedder", EMBEDDER]):  # chunk once cut eval_run
             line = one_line_error(cli(store, *args), 2)
             assert ("is a SurrealQL keyword" if reserved else "corpus table") in line, (args, line)
         with opened(store) as db:
             assert snapshot(db) == before
-        result = cli(store, "load", "corpus", str(root / "docs.jsonl"), f"--table={name}")
+        result = cli(store, "load", "corpus", str(root / "docs.jsonl"), f"--corpus={name}")
         no_traceback(result)
         # a table the harness defines carries its prefix: any other name is refused too
         refused = name in HARNESS_TABLES or reserved or not name.startswith("seval_")
@@ -1072,7 +1073,7 @@ def test_a_schema_refusal_of_any_id_is_rejected_in_one_line(ident):
 NUMERIC_OPTIONS = [
     (["evaluate"], "--k"), (["evaluate"], "--depth"), (["evaluate"], "--rrf-k"), (["evaluate"], "--floor"),
     (["evaluate"], "--weights"), (["diagnose", "money_back"], "--k"), (["diagnose", "money_back"], "--floor"),
-    (["watch"], "--k"), (["watch"], "--floor"), (["watch"], "--rrf-k"), (["history"], "--limit"),
+    (["watch", "set"], "--k"), (["watch", "set"], "--floor"), (["watch", "set"], "--rrf-k"), (["runs", "list"], "--limit"),
     (["split"], "--dev"), (["split"], "--seed"), (["init"], "--dimension"), (["init"], "--knn-depth"),
     (["init"], "--knn-ef"), (["tune", "--force", "--param", "floor"], "--values"),
     (["tune", "--force", "--param", "rrf_k"], "--values"), (["tune", "--force", "--param", "knn_ef"], "--values"),

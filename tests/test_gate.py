@@ -75,18 +75,20 @@ def test_gate_options(regressed, options, passed):
     assert gate(db, **{"metric": "recall@3", "per_check": True, **options}).passed is passed
 
 
-def test_baseline_latest_is_the_run_before_the_candidate(seeded):
+def test_the_default_baseline_is_previous_the_run_before_the_latest(seeded):
     first, second, third = (evaluate(seeded, ks=[3], label=str(i)) for i in range(3))
     assert (gate(seeded, metric="recall@3").baseline, gate(seeded, metric="recall@3").candidate) == (second.run, third.run)
-    explicit = gate(seeded, candidate=second.run, metric="recall@3")
+    explicit = gate(seeded, candidate=second.run, baseline=first.run, metric="recall@3")
     assert (explicit.baseline, explicit.candidate) == (first.run, second.run)
+    with pytest.raises(ConfigError, match="same run"):  # previous is the run before the latest, whatever the candidate
+        gate(seeded, candidate=second.run, metric="recall@3")
     assert gate(seeded, baseline="previous", metric="recall@3").baseline == second.run
     assert gate(seeded, baseline=first.run, metric="recall@3").baseline == first.run
 
 
 def test_bad_gates_are_refused(seeded):
     only = evaluate(seeded, ks=[3])
-    with pytest.raises(NotFound, match="no finished run before"):
+    with pytest.raises(NotFound, match="no run before the latest"):
         gate(seeded, metric="recall@3")
     with pytest.raises(ConfigError, match="same run"):
         gate(seeded, baseline=only.run, metric="recall@3")
@@ -168,16 +170,16 @@ def store(tmp_path):
     """A persistent store holding a good run and a run after the embeddings were reversed."""
     path = tmp_path / "store"
     assert cli(path, "init", "--demo").exit_code == 0
-    assert cli(path, "evaluate", "--k", "1,3,5", "--label", "good").exit_code == 0
+    assert cli(path, "evaluate", "--k", "1,3,5", "--tag", "good").exit_code == 0
     with connect(Settings(url=f"surrealkv://{path}")) as db:
         reverse_embeddings(db)
-    assert cli(path, "evaluate", "--k", "1,3,5", "--label", "reversed").exit_code == 0
+    assert cli(path, "evaluate", "--k", "1,3,5", "--tag", "reversed").exit_code == 0
     return path
 
 
 def test_cli_gate_fails_with_exit_1_and_prints_the_broken_questions(store, tmp_path):
     junit = tmp_path / "out.xml"
-    result = cli(store, "gate", "--baseline", "latest", "--metric", "recall@3", "--per-check", "--junit", str(junit))
+    result = cli(store, "gate", "--baseline", "previous", "--metric", "recall@3", "--per-check", "--junit", str(junit))
     assert result.exit_code == 1, result.output
     assert "FAIL" in result.stdout
     assert all(f"question:{q}" in result.stdout for q in VECTOR_BROKEN)

@@ -8,9 +8,9 @@ from typer.testing import CliRunner
 
 from surreal_eval import Settings, connect
 from surreal_eval.errors import ConfigError, EndpointFailed, PermissionDenied
-from surreal_eval.load.chat import ChatCache, chat_from_spec
+from surreal_eval.golden.chat import ChatCache, chat_from_spec
 from surreal_eval.load.embedders import embedder_from_spec
-from surreal_eval.load.generate import default_prompt, generate_questions, sample_passages
+from surreal_eval.golden.generate import default_prompt, generate_questions, sample_passages
 from surreal_eval.present.cli import app
 
 from .chat_server import chat_server

@@ -11,9 +11,9 @@ from typer.testing import CliRunner
 
 from surreal_eval import Question, Settings, connect, evaluate
 from surreal_eval.errors import InputError, Rejected
-from surreal_eval.load.bulk import load_golden
+from surreal_eval.golden.files import load_golden
 from surreal_eval.load.embedders import OpenAIEmbedder
-from surreal_eval.load.golden_attach import attach_golden, detach_golden, golden_sets, list_dangling
+from surreal_eval.golden.attach import attach_golden, detach_golden, golden_sets, list_dangling
 from surreal_eval.present.cli import app
 from surreal_eval.store.golden import golden_set
 from surreal_eval.runs.diagnose import diagnose

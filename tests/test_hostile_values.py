@@ -38,7 +38,7 @@ def test_a_document_row_no_store_can_hold_is_refused_with_its_file_line_and_id(s
     path = tmp_path / "docs.jsonl"
     path.write_text(json.dumps(GOOD) + "\n" + line + "\n", encoding="utf-8")
     before = snapshot_of(store)
-    error = one_line_error(cli(store, "load", "corpus", str(path), "--table", "seval_article"), 2)
+    error = one_line_error(cli(store, "load", "corpus", str(path), "--corpus", "seval_article"), 2)
     assert expected in error and "docs.jsonl:2" in error, error
     assert "'bad'" in error or "surrogate" in error or "deeply" in error, error  # the id, where it could be read
     assert snapshot_of(store) == before
@@ -48,7 +48,7 @@ def test_a_csv_embedding_cell_nested_past_the_parser_is_refused_in_one_line(stor
     path = tmp_path / "docs.csv"
     path.write_text(f'id,title,content,embedding\ngood,t,c,"[0,0,1,0]"\nbad,t,c,"{DEEP_CELL}"\n', encoding="utf-8")
     before = snapshot_of(store)
-    error = one_line_error(cli(store, "load", "corpus", str(path), "--table", "seval_article"), 2)
+    error = one_line_error(cli(store, "load", "corpus", str(path), "--corpus", "seval_article"), 2)
     assert "docs.csv:3" in error and "embedding: JSON nested too deeply" in error and "'bad'" in error
     assert snapshot_of(store) == before
 
@@ -70,7 +70,7 @@ def test_a_sidecar_listing_an_id_twice_is_refused(store, tmp_path):
     (tmp_path / "embeddings" / "docs.jsonl").write_text(
         json.dumps({"_id": "d1", "embedding": [1, 0, 0, 0]}) + "\n" + json.dumps({"_id": "d1", "embedding": [0, 1, 0, 0]}) + "\n")
     before = snapshot_of(store)
-    error = one_line_error(cli(store, "load", "corpus", str(path), "--table", "seval_article"), 2)
+    error = one_line_error(cli(store, "load", "corpus", str(path), "--corpus", "seval_article"), 2)
     assert "embeddings/docs.jsonl:2" in error and "'d1' is listed twice (first on line 1)" in error
     assert snapshot_of(store) == before
 
@@ -79,19 +79,19 @@ def test_a_sidecar_listing_an_id_twice_is_refused(store, tmp_path):
     (["evaluate", "--k", "99999999999999999999"], "every k"),
     (["evaluate", "--depth", "99999999999999999999"], "--depth"),
     (["evaluate", "--rrf-k", "99999999999999999999"], "--rrf-k"),
-    (["diagnose", "money_back", "--k", "99999999999999999999"], "--k"),
+    (["diagnose", "money_back", "--k", "99999999999999999999"], "every k"),
     (["init", "--dimension", "99999999"], "--dimension"),
     (["init", "--knn-depth", "0"], "--knn-depth"),
     (["init", "--knn-ef", "99999999999"], "--knn-ef"),
     (["init", "--dimension", "0"], "--dimension"),
     (["evaluate", "--floor", "nan"], "--floor"),
     (["evaluate", "--weights", "nan,inf"], "--weights"),
-    (["watch", "--floor", "nan"], "--floor"),
+    (["watch", "set", "--floor", "nan"], "--floor"),
     (["diagnose", "money_back", "--floor", "inf"], "--floor"),
     (["tune", "--force", "--param", "knn_ef", "--values", "0"], "--values for knn_ef"),
     (["tune", "--force", "--param", "knn_ef", "--values", "100000"], "--values for knn_ef"),
     (["tune", "--force", "--param", "floor", "--values", "1,nan"], "--values for floor"),
-    (["history", "--limit", "99999999999999999999"], "--limit"),
+    (["runs", "list", "--limit", "99999999999999999999"], "--limit"),
 ])
 def test_a_numeric_option_out_of_range_is_refused_in_one_line_naming_it(store, args, option):
     before = snapshot_of(store)

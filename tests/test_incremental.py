@@ -123,7 +123,7 @@ def test_the_cli_says_what_broke_a_question_after_a_watched_load_and_in_compare(
         seed_own(db)
     runner = CliRunner()
     url = ["--url", store]
-    assert runner.invoke(app, [*url, "watch", "--k", "1,3", "--retriever", "vector"]).exit_code == 0
+    assert runner.invoke(app, [*url, "watch", "set", "--k", "1,3", "--retriever", "vector"]).exit_code == 0
     assert runner.invoke(app, [*url, "evaluate", "--k", "1,3", "--retriever", "vector"]).exit_code == 0
     docs = tmp_path / "decoy.jsonl"
     docs.write_text(json.dumps(DECOY.model_dump(exclude_none=True)) + "\n")
@@ -136,13 +136,13 @@ def test_the_cli_says_what_broke_a_question_after_a_watched_load_and_in_compare(
     culprits = json.loads(shown.stdout)["culprits"]
     assert any(c["question"] == "seval_question:two_factor" and c["entered"][0]["doc"] == "seval_article:decoy" for c in culprits)
     # the incremental run's changes are in every JSON that carries the run, record ids as text
-    runs = runner.invoke(app, [*url, "history", "--json"])
+    runs = runner.invoke(app, [*url, "runs", "list", "--json"])
     assert runs.exit_code == 0, runs.output
     latest = [r for r in json.loads(runs.stdout) if r.get("kind", "run") == "run"][-1]
     assert latest["since"]["ids"]["added"] == ["seval_article:decoy"] and latest["since"]["base"].startswith("seval_run:")
     with connect(Settings(url=store)) as db:
         load_corpus(db, [DECOY.model_copy(update={"id": "decoy2"})])  # the library's load only records the ingest
-    drained = runner.invoke(app, [*url, "watch", "--drain", "--json"])
+    drained = runner.invoke(app, [*url, "watch", "drain", "--json"])
     assert drained.exit_code == 0, drained.output
     (done,) = json.loads(drained.stdout)["evaluated"]
     assert done["since"]["ids"]["added"] == ["seval_article:decoy2"]

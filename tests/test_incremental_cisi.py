@@ -12,7 +12,8 @@ import random
 import pytest
 
 from surreal_eval import Article, HarnessConfig, Settings, connect, import_harness
-from surreal_eval.load.bulk import load_corpus, load_golden, record_ingest
+from surreal_eval.load.bulk import load_corpus, record_ingest
+from surreal_eval.golden.files import load_golden
 from surreal_eval.load.readers import read_beir
 from surreal_eval.runs.evaluate import evaluate
 from surreal_eval.runs.watch import drain_ingests, set_watch

@@ -23,7 +23,8 @@ from surreal_eval.load import bulk
 from surreal_eval.load import move, staging
 from surreal_eval.store import journal as load_journal
 from surreal_eval.present.cli import app
-from surreal_eval.load.bulk import load_beir, load_corpus, load_dataset, load_golden, staging_tables
+from surreal_eval.load.bulk import load_corpus, staging_tables
+from surreal_eval.golden.files import load_beir, load_dataset, load_golden
 
 from .datasets import cisi
 from .conftest import build_time, fresh_db, snapshot, without_build_times
@@ -532,7 +533,7 @@ def test_cli_load_beir_prints_counts_and_skipped_queries(tmp_path):
 def test_cli_load_golden_from_trec_qrels_and_a_queries_file(tmp_path):
     store = tmp_path / "store"
     folder = beir_folder(tmp_path / "beir")
-    assert cli(store, "load", "corpus", str(folder), "--table", "seval_article").exit_code == 0
+    assert cli(store, "load", "corpus", str(folder), "--corpus", "seval_article").exit_code == 0
     qrels = write(tmp_path / "golden.qrels", "q1 0 d1 2\nq2 0 d2 1\n")
     result = cli(store, "load", "golden", str(qrels), "--queries", str(folder / "queries.jsonl"))
     assert result.exit_code == 0, result.output

@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from surreal_eval import Settings, connect, evaluate
-from surreal_eval.load.bulk import load_beir
+from surreal_eval.golden.files import load_beir
 from surreal_eval.store.connection import to_record
 
 from .chat_server import chat_server
@@ -134,13 +134,13 @@ def test_an_interrupted_watched_load_keeps_its_documents_and_records_no_run(cisi
                                              "embedding": v["embedding"]}) + "\n"
                                  for r, v in zip(map(json.loads, rows), map(json.loads, vectors))))
     url = ["--url", f"surrealkv://{store}"]
-    assert subprocess.run([sys.executable, "-m", "surreal_eval", *url, "watch"], capture_output=True).returncode == 0
+    assert subprocess.run([sys.executable, "-m", "surreal_eval", *url, "watch", "set"], capture_output=True).returncode == 0
     code, printed, said = interrupted([*url, "load", "corpus", str(documents)],
                                 lambda shown: "evaluating after the ingest (" in shown)
     assert code == 130
     # the load committed before the evaluation started: its documents stay, its ingest is pending again, no run
     assert "loaded 20 articles into seval_article" in printed
-    found = re.fullmatch(r"1 ingest not yet evaluated is pending again \(surreal-eval watch --drain takes it\); no run was "
+    found = re.fullmatch(r"1 ingest not yet evaluated is pending again \(surreal-eval watch drain takes it\); no run was "
                          r"recorded \(history is as it was\); the (\d+) candidate lists it had fetched stay cached, and the "
                          r"next run on the same inputs reads them", said)
     assert found, said

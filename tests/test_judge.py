@@ -11,11 +11,11 @@ from surreal_eval import HarnessConfig, Settings, connect, import_harness
 from surreal_eval.analysis.compare import compare_runs
 from surreal_eval.errors import EndpointFailed, InputError, NotFound, PermissionDenied
 from surreal_eval.kappa import agreement
-from surreal_eval.load.chat import ChatCache, chat_from_spec
-from surreal_eval.load.labels import add_label
+from surreal_eval.golden.chat import ChatCache, chat_from_spec
+from surreal_eval.golden.labels import add_label
 from surreal_eval.present.cli import app
 from surreal_eval.runs.evaluate import evaluate
-from surreal_eval.runs.judge import agreement_sample, default_judge_prompt, judge_run
+from surreal_eval.golden.judge import agreement_sample, default_judge_prompt, judge_run
 from surreal_eval.store.access import grant_evaluator
 from surreal_eval.store.connection import record_str, to_record
 
@@ -195,7 +195,7 @@ def store(tmp_path):
 
 def test_the_cli_judges_prints_the_agreement_and_evaluate_reads_the_model_judgments_only_when_asked(store, server):
     url, run = store
-    result = runner.invoke(app, ["--url", url, "golden", "judge", "--run", run, "--k", "3", "--chat", f"openai:judge@{server.url}",
+    result = runner.invoke(app, ["--url", url, "golden", "judge", run, "--k", "3", "--chat", f"openai:judge@{server.url}",
                                  "--agreement", "4"])
     assert result.exit_code == 0, result.output
     assert "stored " in result.output and "answers held no grade 0-3: those pairs stay unjudged" in result.output
@@ -211,7 +211,7 @@ def test_the_cli_judges_prints_the_agreement_and_evaluate_reads_the_model_judgme
 
 
 @pytest.mark.parametrize("args, message", [
-    (["--run", "seval_run:nope", "--k", "3"], "no finished run"),
+    (["seval_run:nope", "--k", "3"], "no finished run"),
     (["--k", "5"], "not 5"),
     (["--k", "3", "--no-chat"], "no chat model"),
 ])
@@ -219,7 +219,7 @@ def test_the_cli_refuses_in_one_line_exit_2_nothing_asked(store, server, args, m
     url, run = store
     chat = [] if "--no-chat" in args else ["--chat", f"openai:judge@{server.url}"]
     args = [a for a in args if a != "--no-chat"]
-    result = runner.invoke(app, ["--url", url, "golden", "judge", *(["--run", run] if "--run" not in args else []), *args, *chat])
+    result = runner.invoke(app, ["--url", url, "golden", "judge", *([] if args[0].startswith("seval_run:") else [run]), *args, *chat])
     assert result.exit_code == 2, result.output
     assert len(result.stderr.strip().splitlines()) == 1 and message in result.stderr
     assert server.requests == 0
@@ -230,7 +230,7 @@ def test_the_cli_exits_4_on_a_failing_endpoint_changing_nothing(store, server):
     with connect(Settings(url=url)) as owner:
         before = snapshot(owner)
     server.status = 503
-    result = runner.invoke(app, ["--url", url, "golden", "judge", "--run", run, "--k", "3", "--chat", f"openai:judge@{server.url}",
+    result = runner.invoke(app, ["--url", url, "golden", "judge", run, "--k", "3", "--chat", f"openai:judge@{server.url}",
                                  "--timeout", "5"])
     assert result.exit_code == 4, result.output
     assert len(result.stderr.strip().splitlines()) == 1 and "chat endpoint" in result.stderr
@@ -240,7 +240,7 @@ def test_the_cli_exits_4_on_a_failing_endpoint_changing_nothing(store, server):
 
 def test_an_evaluator_may_not_judge_exit_5_no_request_nothing_changed(store, server):
     url, run = store
-    assert_cli_refuses_the_evaluator(url, ["golden", "judge", "--run", run, "--k", "3", "--chat", f"openai:judge@{server.url}"])
+    assert_cli_refuses_the_evaluator(url, ["golden", "judge", run, "--k", "3", "--chat", f"openai:judge@{server.url}"])
     assert server.requests == 0
     with pytest.raises(PermissionDenied):  # the write itself is refused too, whatever the caller checks
         with as_evaluator(url) as ci:

@@ -12,7 +12,7 @@ from collections import defaultdict
 import pytest
 
 from surreal_eval import InputError, compare_runs, evaluate
-from surreal_eval.load.bulk import load_golden
+from surreal_eval.golden.files import load_golden
 from surreal_eval.load.collections import read_qrels
 from surreal_eval.load.readers import read_questions
 from surreal_eval.models import Question
@@ -118,7 +118,7 @@ def test_judged_and_binary_metrics_with_non_relevant_judgments_equal_pytrec_eval
     import pytrec_eval
 
     from surreal_eval import Settings, connect
-    from surreal_eval.load.bulk import load_beir
+    from surreal_eval.golden.files import load_beir
     from surreal_eval.runs.export import export_run_trec
 
     folder = shutil.copytree(cisi(), tmp_path / "cisi")

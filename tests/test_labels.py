@@ -9,8 +9,8 @@ from typer.testing import CliRunner
 from surreal_eval import Question, Settings, connect, evaluate
 from surreal_eval.analysis.compare import compare_runs
 from surreal_eval.errors import InputError, PermissionDenied, Rejected
-from surreal_eval.load.bulk import load_golden
-from surreal_eval.load.labels import add_label, golden_history, stale_labels
+from surreal_eval.golden.files import load_golden
+from surreal_eval.golden.labels import add_label, golden_history, stale_labels
 from surreal_eval.present.cli import app
 
 from .conftest import as_evaluator, assert_cli_refuses_the_evaluator, evaluator_store, snapshot

@@ -9,7 +9,7 @@ import surreal_eval
 
 PACKAGE = Path(surreal_eval.__file__).parent
 #: Layers from the bottom up; a module may import from its own layer and the layers below it.
-LAYERS = ("base", "store", "load", "runs", "analysis", "present", "top")
+LAYERS = ("base", "store", "load", "golden", "runs", "analysis", "present", "top")
 BASE = {"errors", "models", "stats", "grammar", "kappa"}
 #: Longest module, in lines.
 MAX_LINES = 400

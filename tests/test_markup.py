@@ -26,15 +26,15 @@ def markup_store(tmp_path):
         db.query("UPDATE article:refund_request SET title = $t RETURN NONE", {"t": MARKUP})
     finally:
         db.close()
-    cli(store, "evaluate", "--k", "1,5", "--label", MARKUP)
+    cli(store, "evaluate", "--k", "1,5", "--note", MARKUP)
     return store
 
 
 def test_labels_titles_and_ids_print_literally_in_the_terminal_and_errors(tmp_path):
     store = markup_store(tmp_path)
-    assert MARKUP in cli(store, "history")
+    assert MARKUP in cli(store, "runs", "list")
     assert MARKUP in cli(store, "diagnose", "money_back", "--k", "10")
-    assert "😄" not in cli(store, "history") + cli(store, "diagnose", "money_back", "--k", "10")
+    assert "😄" not in cli(store, "runs", "list") + cli(store, "diagnose", "money_back", "--k", "10")
     error = cli(store, "slices", "x:smile:y[bold]z", code=2)
     assert "x:smile:y[bold]z" in error and "😄" not in error
 

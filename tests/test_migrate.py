@@ -76,8 +76,8 @@ def cli(url: str, *args: str):
 # ------------------------------------------------------------------------------------------ refused
 
 
-@pytest.mark.parametrize("command", [["init"], ["init", "--dimension", "4"], ["evaluate", "--k", "1"], ["history"], ["retrievers"],
-                                     ["gate", "--baseline", "previous"], ["grant", "ci", "--revoke"]])
+@pytest.mark.parametrize("command", [["init"], ["init", "--dimension", "4"], ["evaluate", "--k", "1"], ["runs", "list"], ["retriever", "list"],
+                                     ["gate", "--baseline", "previous"], ["access", "remove", "ci"]])
 def test_every_command_but_migrate_refuses_a_0_1_store_in_one_line_and_changes_nothing(old_store, command):
     db = opened(old_store)
     before = snapshot(db)

@@ -14,7 +14,8 @@ from typer.testing import CliRunner
 
 from surreal_eval import ConfigError, Question, Settings, compare_retrievers, compare_runs, connect, evaluate, write_report
 from surreal_eval.analysis.overlap import jaccard, rbo
-from surreal_eval.load.bulk import load_corpus, load_golden
+from surreal_eval.load.bulk import load_corpus
+from surreal_eval.golden.files import load_golden
 from surreal_eval.present.cli import app
 from surreal_eval.runs.diagnose import diagnose, label_command
 

@@ -11,9 +11,9 @@ from typer.testing import CliRunner
 
 from surreal_eval import HarnessConfig, Question, Settings, connect, evaluate, import_harness
 from surreal_eval.errors import ConfigError, InputError, NotFound, PermissionDenied
-from surreal_eval.load.bulk import load_golden
-from surreal_eval.load.labels import golden_history
-from surreal_eval.load.promote import promote_failures, promote_run, question_key
+from surreal_eval.golden.files import load_golden
+from surreal_eval.golden.labels import golden_history
+from surreal_eval.golden.promote import promote_failures, promote_run, question_key
 from surreal_eval.present.cli import app
 from surreal_eval.store.access import grant_evaluator
 from surreal_eval.store.golden import golden_rows, golden_set
@@ -184,12 +184,12 @@ def test_golden_promote_refuses_a_bad_file_in_one_line_changing_nothing(store, t
 
 
 @pytest.mark.parametrize(("args", "code", "says"), [
-    (["--run", "seval_run:nowhere", "--metric", "recall@1"], 2, "no finished run seval_run:nowhere"),
-    (["--run", "{run}", "--metric", "recall@5", "--retriever", "vector"], 2, "measured no cutoff 5"),
-    (["--run", "{run}", "--metric", "bleu@1", "--retriever", "vector"], 2, "unknown metric 'bleu@1'"),
-    (["--run", "{run}", "--metric", "recall@1", "--retriever", "splade"], 2, "did not run retriever 'splade'"),
-    (["--run", "{run}", "--metric", "recall@1"], 2, "ran bm25, vector: choose one with --retriever"),
-    (["--run", "{run}"], 2, "--run needs --metric"),
+    (["--from-run", "seval_run:nowhere", "--metric", "recall@1"], 2, "no finished run seval_run:nowhere"),
+    (["--from-run", "{run}", "--metric", "recall@5", "--retriever", "vector"], 2, "measured no cutoff 5"),
+    (["--from-run", "{run}", "--metric", "bleu@1", "--retriever", "vector"], 2, "unknown metric 'bleu@1'"),
+    (["--from-run", "{run}", "--metric", "recall@1", "--retriever", "splade"], 2, "did not run retriever 'splade'"),
+    (["--from-run", "{run}", "--metric", "recall@1"], 2, "ran bm25, vector: choose one with --retriever"),
+    (["--from-run", "{run}"], 2, "--from-run needs --metric"),
     ([], 2, "give either a FILE"),
 ])
 def test_golden_promote_refuses_a_bad_run_in_one_line_changing_nothing(store, args, code, says):
@@ -202,7 +202,7 @@ def test_an_evaluator_may_not_promote_and_the_cli_exits_5_changing_nothing(store
     url, run = store
     env = {"SURREAL_EVAL_PASS": "correct horse battery"}
     path = write_lines(tmp_path / "f.jsonl", {"query": "card declined", "answer": "track_order", "embedding": [0, 0, 1, 0]})
-    for args in ([path], ["--run", run, "--metric", "recall@1", "--retriever", "vector", "--below", "1"]):
+    for args in ([path], ["--from-run", run, "--metric", "recall@1", "--retriever", "vector", "--below", "1"]):
         with connect(Settings(url=url)) as owner:
             before = snapshot(owner)
         result = runner.invoke(app, ["--url", url, "--access", "seval_evaluator", "--user", "ci", "golden", "promote", *args], env=env)
@@ -228,7 +228,7 @@ def test_the_cli_promotes_a_file_and_a_run_and_load_golden_refuses_to_demote(tmp
     done = runner.invoke(app, ["--url", url, "golden", "promote", path, "--by", "ana"])
     assert done.exit_code == 0, done.output
     assert "promoted 1 production failures into seval_question (1 labels)" in done.stdout
-    marked = runner.invoke(app, ["--url", url, "golden", "promote", "--run", run, "--metric", "recall@1"])
+    marked = runner.invoke(app, ["--url", url, "golden", "promote", "--from-run", run, "--metric", "recall@1"])
     assert marked.exit_code == 0, marked.output
     assert "promoted 1 questions of seval_question to production-failure (recall@1 <= 0)" in marked.stdout
     history = runner.invoke(app, ["--url", url, "golden", "history"])

@@ -12,8 +12,9 @@ from surreal_eval import evaluate, export_golden, import_seed, write_report
 from surreal_eval.analysis.compare import compare_runs
 from surreal_eval.analysis.sources import run_source_means, source_means
 from surreal_eval.errors import InputError, Rejected
-from surreal_eval.load.bulk import load_corpus, load_golden
-from surreal_eval.load.labels import add_label
+from surreal_eval.load.bulk import load_corpus
+from surreal_eval.golden.files import load_golden
+from surreal_eval.golden.labels import add_label
 from surreal_eval.load.readers import read_questions
 from surreal_eval.present.cli import app
 

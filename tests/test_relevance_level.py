@@ -196,7 +196,7 @@ def test_cli_scoring_options_are_recorded(tmp_path):
     assert '"relevance_level": 2' in done.stdout and '"ignore_identical_ids": true' in done.stdout
     bad = runner.invoke(app, ["--url", url, "evaluate", "--k", "3", "--relevance-level", "0"])
     assert bad.exit_code == 2 and "relevance level" in bad.stderr and "--relevance-level" in bad.stderr
-    assert runner.invoke(app, ["--url", url, "watch", "--k", "3", "--relevance-level", "3"]).exit_code == 0
+    assert runner.invoke(app, ["--url", url, "watch", "set", "--k", "3", "--relevance-level", "3"]).exit_code == 0
 
 
 # ---------------------------------------------------------------------------------------------
@@ -230,7 +230,7 @@ def parsed(db, run):
 
 @pytest.mark.slow
 def test_cisi_with_graded_labels_equals_pytrec_eval_at_level_2_and_beir_ignoring_identical_ids(tmp_path):
-    from surreal_eval.load.bulk import load_beir
+    from surreal_eval.golden.files import load_beir
 
     db = connect(Settings(url=f"surrealkv://{tmp_path / 'store'}"))  # not mem://: CISI takes GBs there
     try:

@@ -11,7 +11,7 @@ import pytest
 from surreal_eval import HarnessConfig, add_function_retriever, evaluate, import_harness, registry
 from surreal_eval.errors import ConfigError, InputError
 from surreal_eval.load.attach import attach_table
-from surreal_eval.load.bulk import load_golden
+from surreal_eval.golden.files import load_golden
 from surreal_eval.models import Question
 from surreal_eval.store.connection import record_str
 from surreal_eval.store.signatures import bind_parameters, parse_args

@@ -151,11 +151,11 @@ def test_export_run_says_how_many_raw_scores_it_lowered(tmp_path):
 
         lowered = trec_run_file(db, "latest", scores="raw").lowered
     assert lowered >= 2  # z_twin, once per retriever
-    raw = runner.invoke(app, ["--url", f"surrealkv://{store}", "export", "run", "latest", "--scores", "raw", "-o", str(tmp_path / "raw.trec")])
+    raw = runner.invoke(app, ["--url", f"surrealkv://{store}", "runs", "export", "latest", "--scores", "raw", "-o", str(tmp_path / "raw.trec")])
     assert raw.exit_code == 0, raw.output
     assert f"lowered {lowered} tied raw scores to the next 32-bit float below the score above it" in raw.stderr
     assert "breaks a tie by docid descending" in raw.stderr
-    rank = runner.invoke(app, ["--url", f"surrealkv://{store}", "export", "run", "latest", "-o", str(tmp_path / "rank.trec")])
+    rank = runner.invoke(app, ["--url", f"surrealkv://{store}", "runs", "export", "latest", "-o", str(tmp_path / "rank.trec")])
     assert rank.exit_code == 0 and "lowered" not in rank.stderr
 
 
@@ -206,7 +206,7 @@ REFUSED = [
     ("money_back Q0 refund_request 1 2 mine\nmoney_back Q0 gone 2 1 mine\n", "run.trec",
      "run.trec:2: document 'gone' is not a record of seval_article"),
     ("money_back Q0 refund_request 1 2 a\nmoney_back Q0 refund_request 1 2 b\n", "run.trec",
-     "--name renames a file's one tag, and this file has 2: a, b"),
+     "--retriever names the rankings of a file with one tag, and this file has 2: a, b"),
     ("money_back Q0 refund_request 1 2 bad$tag\n", "run.trec", "retriever name 'bad$tag'"),
     ("\n\n", "run.trec", "run.trec: the run file is empty"),
     ("money_back Q0 refund_request 1 2 floor_sweep\n", "run.trec", "run.trec:1: retriever name 'floor_sweep' is the name of a floor sweep"),
@@ -229,7 +229,7 @@ def test_a_bad_run_file_is_refused_naming_where_and_nothing_changes(seeded, tmp_
     path.write_text(text)
     before = snapshot(seeded)
     with pytest.raises(InputError) as error:
-        score_file(seeded, path, ks=[1, 3], name="renamed" if "--name" in message else None)
+        score_file(seeded, path, ks=[1, 3], name="renamed" if "--retriever" in message else None)
     assert message in str(error.value) and "\n" not in str(error.value)
     assert snapshot(seeded) == before
 
@@ -249,14 +249,14 @@ def test_score_command_records_a_run_and_refuses_with_exit_2(tmp_path):
     good, bad = tmp_path / "good.trec", tmp_path / "bad.trec"
     good.write_text("money_back Q0 refund_request 1 2 prod\n")
     bad.write_text("money_back Q0 refund_request 1 2 prod\nmoney_back Q0 ghost 2 1 prod\n")
-    refused = runner.invoke(app, [*store, "score", str(bad), "--label", "bad"])
+    refused = runner.invoke(app, [*store, "score", str(bad), "--tag", "bad"])
     assert refused.exit_code == 2
     assert refused.stderr.strip().splitlines() == [f"error: {bad}:2: document 'ghost' is not a record of article; nothing was recorded"]
-    done = runner.invoke(app, [*store, "score", str(good), "--label", "prod log", "--k", "1", "--json"])
+    done = runner.invoke(app, [*store, "score", str(good), "--note", "prod log", "--k", "1", "--json"])
     assert done.exit_code == 0, done.output
     data = json.loads(done.stdout)
     assert data["retrievers"] == ["prod"] and data["label"] == "prod log" and data["params"]["supplied"]["absent"] == {"prod": 7}
-    listed = json.loads(runner.invoke(app, [*store, "history", "--json"]).stdout)
+    listed = json.loads(runner.invoke(app, [*store, "runs", "list", "--json"]).stdout)
     assert [r["label"] for r in listed] == ["prod log"]
 
 

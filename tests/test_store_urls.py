@@ -39,7 +39,7 @@ def test_a_mistyped_url_is_refused_in_one_line_naming_the_accepted_forms(typed, 
     folder.mkdir()
     monkeypatch.chdir(folder)  # `surrealkv://` and relative paths would land here
     url = filled(typed, folder)
-    code = run_cli(["--url", url, "history"])
+    code = run_cli(["--url", url, "runs", "list"])
     err = capsys.readouterr().err
     assert code == 2, err
     lines = err.strip().splitlines()

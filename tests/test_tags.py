@@ -1,4 +1,4 @@
-"""Named baselines (`tag`) and a history you can keep tidy (`evaluate --no-record`, `runs delete`, `runs prune`)."""
+"""Named baselines (`tag add`) and a history you can keep tidy (`evaluate --no-record`, `runs remove`, `runs prune`)."""
 
 from __future__ import annotations
 
@@ -65,21 +65,21 @@ def test_a_tag_name_that_could_not_be_read_back_is_refused(seeded, name):
 def test_the_cli_tags_reports_and_refuses_in_one_line(tmp_path):
     url = f"surrealkv://{tmp_path / 'store'}"
     assert cli(url, "init", "--demo").exit_code == 0
-    assert cli(url, "evaluate", "--k", "1,5", "--label", "first").exit_code == 0
-    assert cli(url, "tag", "latest", "main").stdout.startswith("tagged seval_run:")
-    assert cli(url, "evaluate", "--k", "1,5", "--label", "second").exit_code == 0
-    report = cli(url, "report", "--run", "main", "--run", "latest", "--html", str(tmp_path / "r.html"))
+    assert cli(url, "evaluate", "--k", "1,5", "--note", "first").exit_code == 0
+    assert cli(url, "tag", "add", "latest", "main").stdout.startswith("tagged seval_run:")
+    assert cli(url, "evaluate", "--k", "1,5", "--tag", "second").exit_code == 0
+    report = cli(url, "report", "main", "latest", "--html", str(tmp_path / "r.html"))
     assert report.exit_code == 0, report.output
     gated = cli(url, "gate", "--baseline", "main")
     assert gated.exit_code == 0, gated.output
     assert "first" in gated.stdout
     assert cli(url, "compare", "main", "latest").exit_code == 0
-    assert "moved tag main from" in cli(url, "tag", "latest", "main").stdout
-    assert "main" in cli(url, "history").stdout
-    refused = cli(url, "tag", "latest", "previous")
+    assert "moved tag main from" in cli(url, "tag", "add", "latest", "main").stdout
+    assert "main" in cli(url, "runs", "list").stdout
+    refused = cli(url, "tag", "add", "latest", "previous")
     assert refused.exit_code == 2 and len(refused.stderr.strip().splitlines()) == 1
-    assert cli(url, "untag", "main").exit_code == 0
-    assert cli(url, "untag", "main").exit_code == 2
+    assert cli(url, "tag", "remove", "main").exit_code == 0
+    assert cli(url, "tag", "remove", "main").exit_code == 2
 
 
 def test_a_tag_survives_tune_and_the_gate_compares_against_it(seeded):
@@ -116,8 +116,8 @@ def test_the_evaluator_tags_its_own_run_but_not_anothers(tmp_path):
                 pass  # refused loudly or silently: what matters is that nothing changed
     with connect(Settings(url=url)) as owner:
         assert {t["name"]: record_str(t["run"]) for t in owner.value("RETURN fn::seval::tags()")} == {"ci": mine, "owners": theirs}
-    assert_cli_refuses_the_evaluator(url, ["tag", theirs, "ci"])
-    assert_cli_refuses_the_evaluator(url, ["tag", mine, "owners"])
+    assert_cli_refuses_the_evaluator(url, ["tag", "add", theirs, "ci"])
+    assert_cli_refuses_the_evaluator(url, ["tag", "add", mine, "owners"])
 
 
 def test_evaluate_no_record_prints_and_leaves_history_as_it_was(seeded):
@@ -142,7 +142,7 @@ def test_evaluate_no_record_on_the_cli_records_nothing(tmp_path):
     assert cli(url, "init", "--demo").exit_code == 0
     done = cli(url, "evaluate", "--k", "1,3", "--no-record")
     assert done.exit_code == 0 and "not recorded" in done.stdout
-    assert cli(url, "history", "--json").stdout.strip() == "[]"
+    assert cli(url, "runs", "list", "--json").stdout.strip() == "[]"
 
 
 def test_runs_delete_removes_every_row_of_the_run_and_nothing_else(seeded):
@@ -169,7 +169,7 @@ def test_runs_delete_of_an_unknown_run_is_one_line_exit_2_and_deletes_nothing(tm
     assert cli(url, "evaluate", "--k", "1").exit_code == 0
     with connect(Settings(url=url)) as db:
         before = snapshot(db)
-    result = cli(url, "runs", "delete", "latest", "nosuch")
+    result = cli(url, "runs", "remove", "latest", "nosuch")
     assert result.exit_code == 2 and len(result.stderr.strip().splitlines()) == 1
     with connect(Settings(url=url)) as db:
         assert snapshot(db) == before
@@ -199,5 +199,5 @@ def test_the_evaluator_may_not_delete_or_prune_runs(tmp_path):
         with pytest.raises(PermissionDenied):  # nor by calling the function itself
             db.value("RETURN fn::seval::delete_runs([$run])", {"run": mine})
         assert [r.run for r in history(db)] == [mine]
-    assert_cli_refuses_the_evaluator(url, ["runs", "delete", mine])
+    assert_cli_refuses_the_evaluator(url, ["runs", "remove", mine])
     assert_cli_refuses_the_evaluator(url, ["runs", "prune", "--keep", "0"])

@@ -132,7 +132,7 @@ def test_cli_tune_and_split(tmp_path):
 
 
 def test_reloading_the_golden_set_keeps_each_questions_split(seeded, tmp_path):
-    from surreal_eval.load.bulk import load_golden
+    from surreal_eval.golden.files import load_golden
     from surreal_eval.models import Question
     from surreal_eval.runs.evaluate import evaluate
 

@@ -265,7 +265,7 @@ def test_registration_without_questions_needs_a_text(db):
 def test_retriever_add_and_the_listing_through_the_cli(store):
     added = cli(store, "retriever", "add", "mine_hybrid", "--fuse", "linear", "--lists", "mine,vector", "--no-default")
     assert added.exit_code == 0 and "registered retriever mine_hybrid: linear of mine + vector" in added.stdout, added.output
-    listed = json.loads(cli(store, "retrievers", "--json").stdout)
+    listed = json.loads(cli(store, "retriever", "list", "--json").stdout)
     kinds = {r["name"]: (r["kind"], r["function_name"], r["corpus"], r["by_default"]) for r in listed}
     assert kinds["mine"] == ("function", "fn::my_bm25", "seval_article", True)  # registered means evaluated
     assert kinds["mine_hybrid"] == ("fused", None, None, False) and kinds["bm25"][0] == "list"
@@ -274,7 +274,7 @@ def test_retriever_add_and_the_listing_through_the_cli(store):
     assert json.loads(ran.stdout)["retrievers"] == ["bm25", "vector", "hybrid", "hybrid_floor", "mine"]
     named = cli(store, "evaluate", "--k", "1,3", "--retriever", "mine_hybrid", "--json")  # off by default: run when named
     assert named.exit_code == 0 and json.loads(named.stdout)["retrievers"] == ["mine_hybrid"], named.output
-    table = cli(store, "retrievers")
+    table = cli(store, "retriever", "list")
     assert "fn::my_bm25 on seval_article" in table.stdout
     assert cli(store, "retriever", "remove", "mine_hybrid").exit_code == 0
 

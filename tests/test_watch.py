@@ -138,14 +138,14 @@ def test_cli_load_after_watch_evaluates_after_its_commit_and_says_so(tmp_path):
     runner = CliRunner()
     url = ["--url", f"surrealkv://{tmp_path / 's'}"]
     assert runner.invoke(app, [*url, "init", "--demo"]).exit_code == 0
-    assert runner.invoke(app, [*url, "watch", "--k", "1,3"]).exit_code == 0
+    assert runner.invoke(app, [*url, "watch", "set", "--k", "1,3"]).exit_code == 0
     docs = tmp_path / "more.jsonl"
     docs.write_text(json.dumps({"id": "gift_cards", "title": "Gift cards", "content": "Gift cards never expire.",
                                 "embedding": [0.1, 0.6, 0.1, 0.1]}) + "\n")
     loaded = runner.invoke(app, [*url, "load", "corpus", str(docs)])
     assert loaded.exit_code == 0, loaded.output
     assert "the ingest recorded run seval_run:" in loaded.stdout
-    entries = json.loads(runner.invoke(app, [*url, "history", "--json"]).stdout)
+    entries = json.loads(runner.invoke(app, [*url, "runs", "list", "--json"]).stdout)
     assert entries[-1]["kind"] == "run" and entries[-1]["trigger"] == "ingest" and entries[-1]["ingests"]
 
 
@@ -155,18 +155,18 @@ def test_cli_drain_exits_6_naming_the_failure_and_history_shows_it_in_its_place(
     runner = CliRunner()
     url = ["--url", f"surrealkv://{tmp_path / 's'}"]
     assert runner.invoke(app, [*url, "init", "--demo"]).exit_code == 0
-    assert runner.invoke(app, [*url, "watch", "--k", "1,3"]).exit_code == 0
+    assert runner.invoke(app, [*url, "watch", "set", "--k", "1,3"]).exit_code == 0
     with connect(Settings(url=f"surrealkv://{tmp_path / 's'}")) as db:
         db.query(GHOST)
         db.query(APP_WRITE)
-    drained = runner.invoke(app, [*url, "watch", "--drain"])
+    drained = runner.invoke(app, [*url, "watch", "drain"])
     assert drained.exit_code == 6, drained.output
     assert "question:ghost" in drained.stderr and "article:ghost_article" in drained.stderr
-    shown = runner.invoke(app, [*url, "history"]).stdout
+    shown = runner.invoke(app, [*url, "runs", "list"]).stdout
     assert "evaluation failed" in shown and "article:ghost_article" in shown
-    (entry,) = json.loads(runner.invoke(app, [*url, "history", "--json"]).stdout)
+    (entry,) = json.loads(runner.invoke(app, [*url, "runs", "list", "--json"]).stdout)
     assert entry["kind"] == "ingest" and entry["state"] == "failed" and "question:ghost" in entry["error"]
-    again = runner.invoke(app, [*url, "watch", "--drain"])
+    again = runner.invoke(app, [*url, "watch", "drain"])
     assert again.exit_code == 0 and "no ingest was pending" in again.stdout
 
 
@@ -201,7 +201,7 @@ def test_the_evaluator_may_not_drain_or_change_the_watch_and_nothing_changes(tmp
         set_watch(owner, ks=[1])
         record_ingest(owner, corpus="seval_article", documents=1)
         before = snapshot(owner)
-    for command in (["watch", "--drain"], ["watch", "--k", "1,3"], ["watch", "--off"]):
+    for command in (["watch", "drain"], ["watch", "set", "--k", "1,3"], ["watch", "remove"]):
         result = runner.invoke(app, ["--url", url, *EVALUATOR, *command], env=with_pass)
         assert result.exit_code == 5, (command, result.output)
         assert "evaluator account may not" in result.stderr

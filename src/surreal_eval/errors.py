@@ -124,7 +124,7 @@ class PermissionDenied(SurrealEvalError, exit_code=5):
 
 
 class IngestEvaluationFailed(SurrealEvalError, exit_code=6):
-    """The evaluation after one or more ingests failed (`watch --drain`, or a watched load): the ingests and the
+    """The evaluation after one or more ingests failed (`watch drain`, or a watched load): the ingests and the
     records they brought are kept, and each failure is recorded on its ingest row (state failed, error)."""
 
 

@@ -47,7 +47,7 @@ def fresh_store(dimension: int | None = DEFAULT_DIMENSION, **config: int) -> Dat
 def assert_no_regression(
     db: Database,
     *,
-    baseline: str | RecordID = "latest",
+    baseline: str | RecordID = "previous",
     metric: str | Iterable[str] = "recall@5",
     max_drop: float = 0.02,
     retriever: str | Iterable[str] | None = None,
@@ -56,8 +56,8 @@ def assert_no_regression(
     allow_different_golden: bool = False,
     per_check: bool = False,
 ) -> GateResult:
-    """Gate run `candidate` (default: the latest) against `baseline` (a run id, `previous`, `latest`
-    meaning the newest run before the candidate, or any name `surreal-eval gate` takes) and raise
+    """Gate run `candidate` (default: the latest) against `baseline` (default `previous`, the run before the latest;
+    a run id, a tag, or any name `surreal-eval gate` takes) and raise
     AssertionError with the gate's summary when it fails; return the GateResult when it passes.
 
     A check fails when `metric` (NAME@K, one or several) of `retriever` (default: every retriever

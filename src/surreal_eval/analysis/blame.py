@@ -108,7 +108,7 @@ def culprits(db: Database, a: RunReport, b: RunReport, rows: Sequence[Any]) -> l
 
 def _relevant(db: Database, run: str, questions: list[str]) -> dict[str, set[str]]:
     """The relevant records run `run` scored each of `questions` against, as text."""
-    rows = db.value("SELECT question, relevant FROM fn::seval::run_labels($run)", {"run": to_record(run, "seval_run")})
+    rows = db.value("RETURN fn::seval::run_relevant($run)", {"run": to_record(run, "seval_run")})
     wanted = set(questions)
     return {record_str(r["question"]): {record_str(x) for x in r["relevant"]} for r in rows if record_str(r["question"]) in wanted}
 
@@ -116,7 +116,7 @@ def _relevant(db: Database, run: str, questions: list[str]) -> dict[str, set[str
 def _origins(db: Database, a: RunReport, b: RunReport) -> dict[str, dict[str, Any]]:
     """Each record an ingest into B's corpus made between runs A and B brought in: {how, ingests}."""
     corpus = (b.params or {}).get("corpus")
-    run = db.value("SELECT ingests, since FROM ONLY $r", {"r": to_record(b.run, "seval_run")}) or {}
+    run = db.value("RETURN fn::seval::run_origin($r)", {"r": to_record(b.run, "seval_run")}) or {}
     own = [record_str(i) for i in run.get("ingests") or []]
     found: dict[str, dict[str, Any]] = {}
     # what B found by the records' digests (B's corpus against its previous state)

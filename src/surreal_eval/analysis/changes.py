@@ -11,7 +11,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from ..load.labels import LabelChange
+from ..golden.labels import LabelChange
 from ..models import RunReport
 from ..store.connection import Database, record_str
 

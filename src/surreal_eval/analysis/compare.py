@@ -30,7 +30,7 @@ from ..models import QuestionResult, RunReport
 from ..stats import PairedComparison, paired_test, resolution, sample_warning
 from .blame import Culprit, culprits
 from .changes import Change, golden_warning, label_changes, run_changes, scoring_warnings
-from ..load.labels import LabelChange
+from ..golden.labels import LabelChange
 from .inert import parameter_notes
 from .judged import judged_warnings
 from .multiple import holm

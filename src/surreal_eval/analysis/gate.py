@@ -3,8 +3,9 @@
 Semantics (what `surreal-eval gate` does):
 
 - The CANDIDATE is the run under test: `candidate` if given, else the latest finished run.
-- The BASELINE is what it must not be worse than: a run id, `previous` (the run before the
-  latest), or `latest`, which here means the newest finished run recorded BEFORE the candidate.
+- The BASELINE is what it must not be worse than: a run id, a tag, or `previous` (the run before the
+  latest; `latest` is the newest run, as everywhere; 0.1's `latest` here, the run before the candidate,
+  still reads, with a DeprecationWarning).
   So with neither given, `gate()` compares the latest run with the one before it: evaluate, then
   gate.
 - For every retriever of the candidate (or those named) and every metric@k asked for, the drop
@@ -28,6 +29,8 @@ Semantics (what `surreal-eval gate` does):
 """
 
 from __future__ import annotations
+
+import warnings
 
 import math
 from collections import Counter
@@ -165,7 +168,7 @@ def _metric_list(metric: str | Iterable[str], known: list[str] | None) -> list[s
 def gate(
     db: Database,
     *,
-    baseline: str | RecordID = "latest",
+    baseline: str | RecordID = "previous",
     candidate: str | RecordID | None = None,
     metric: str | Iterable[str] = "recall@5",
     retriever: str | Iterable[str] | None = None,
@@ -185,7 +188,10 @@ def gate(
     _metric_list(metric, None)  # the form first, before any run is read; the names once the runs say theirs
     candidate_report = load_for_comparison(db, "latest" if candidate is None else candidate)
     candidate_id = to_record(candidate_report.run, "seval_run")
-    if isinstance(baseline, str) and baseline.strip() == "latest":
+    if isinstance(baseline, str) and baseline.strip() == "latest" and candidate in (None, "latest"):
+        # 0.1's spelling: gate's `latest` meant the run before the candidate (now `previous`, as everywhere)
+        warnings.warn("gate(baseline='latest') meant the run before the candidate: write baseline='previous' (the old spelling goes in "
+                      "0.3.0)", DeprecationWarning, stacklevel=2)
         baseline_id = run_before(db, candidate_id, candidate_report.created_at)
     else:
         baseline_id = resolve_run(db, baseline)

@@ -20,7 +20,7 @@ from .overlap import for_runs
 from .slices import Slice, slices
 from .sources import SourceDelta, SourceMean, question_sources, run_source_means, source_deltas
 from ..errors import SurrealEvalError
-from ..load.labels import StaleLabel, stale_labels
+from ..golden.labels import StaleLabel, stale_labels
 
 __all__ = ["ReportData", "report_data"]
 

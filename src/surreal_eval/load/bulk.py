@@ -1,4 +1,4 @@
-"""Bulk loads of documents and golden-set questions: all or nothing, in bounded memory.
+"""Bulk loads of documents (and, through golden/files.py, of golden-set questions): all or nothing, in bounded memory.
 
 How a load runs (the engine facts behind each step are in SURREALDB.md, "Loading"):
 
@@ -36,41 +36,35 @@ import logging
 import re
 from collections.abc import Callable, Iterable
 from functools import cache
-from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel
-from surrealdb import RecordID
 
 from ..errors import ConfigError, on_interrupt
-from ..models import Article, Question
+from ..models import Article
 from ..store.analyzers import table_analyzer
 from ..store.connection import Database
 from ..store.journal import STAGING_PREFIX, STALE_LOAD, UNDO_PREFIX, recover_loads, remove_staging, staging_tables
-from ..store.schema import DOCUMENTS, HARNESS_SCRIPTS, corpus_tables, harness_config, harness_table, identifier, record_article_indexes, surql_dir
+from ..store.schema import DOCUMENTS, HARNESS_SCRIPTS, corpus_tables, harness_table, identifier, record_article_indexes, surql_dir
 from .duplicates import OnDuplicate
 from .embedding import Embedder
-from .labels import set_provenance
 from .move import Move, move_all
-from .promote import keep_promoted
 from .rows import DEFAULT_BATCH_SIZE
 from .ingests import existing, mark_ingest, record_ingest
-from .staging import Load, Problems, Progress, stage_documents, stage_questions
+from .staging import Load, Problems, Progress, stage_documents
 
 log = logging.getLogger(__name__)
 
 __all__ = [
     "DEFAULT_BATCH_SIZE",
+    "QUESTIONS",
     "STAGING_PREFIX",
-    "DatasetReport",
     "LoadReport",
     "Progress",
-    "load_beir",
     "load_corpus",
-    "load_dataset",
-    "load_golden",
     "record_ingest",
     "recover_loads",
+    "run_load",
     "staging_tables",
 ]
 
@@ -101,14 +95,6 @@ class LoadReport(BaseModel):
     ingest: str | None = None
 
 
-class DatasetReport(BaseModel):
-    """A corpus and its golden set loaded together, all or nothing."""
-
-    corpus: LoadReport
-    golden: LoadReport
-    seconds: float
-
-
 # ------------------------------------------------------------------------------------ problems
 
 
@@ -135,30 +121,13 @@ def _not_another_table(db: Database, table: str) -> None:
     """Refuse to (re)define as a corpus a table that exists and is not one (the user's own table)."""
     tables = db.value("INFO FOR DB")["tables"]
     if table in tables and ("seval_corpus" not in tables or table not in corpus_tables(db)):
-        raise ConfigError(f"table {table} exists and is not a corpus table: load into another --table")
+        raise ConfigError(f"table {table} exists and is not a corpus table: load into another --corpus")
     if table in tables and db.value("RETURN type::record('seval_corpus', $t).attached ?? false", {"t": table}):
         raise ConfigError(f"table {table} is attached (your own table, used in place): loads never write to it; "
-                          f"load into another --table")
+                          f"load into another --corpus")
 
 
-def _label_table(db: Database, table: str) -> None:
-    """Refuse a label table that is none of fn::seval::label_tables (seval_article, an attached table, the table its records belong to)."""
-    identifier(table, what="label table")
-    if table != DOCUMENTS and table not in db.value("RETURN fn::seval::label_tables()"):
-        raise ConfigError(f"labels can name records of seval_article, of an attached table or of the table its records belong to "
-                          f"(attach --doc), not {table}: run `surreal-eval attach {table} --content FIELD` first")
-
-
-def _see_loaded_labels(db: Database, source: str = "file") -> None:
-    """Keep where the labels of a load came from (`source`: 'file', or 'click' for golden from-log), who loaded them and the digest of each
-    document's text now (surql/labels.surql), for the history and the stale labels of the golden set."""
-    from .labels import who
-
-    db.value("LET $g = fn::seval::golden_set('seval_question'); RETURN fn::seval::see_labels($g, fn::seval::golden_rows($g, NONE, NONE), "
-             "$source, $by)", {"by": who(), "source": source})
-
-
-def _run(load: Load, body: Callable[[], Any]) -> Any:
+def run_load(load: Load, body: Callable[[], Any]) -> Any:
     """Run a load after putting right what an earlier one left unfinished; on any failure undo what
     it moved and remove its staging tables (the database is then as it was)."""
     recover_loads(load.db, stale_after=None if load.db.settings.is_embedded else STALE_LOAD)
@@ -225,147 +194,4 @@ def load_corpus(
         return report.model_copy(update={"seconds": load.seconds(), "harness_imported": load.harness_imported,
                                          **mark_ingest(load, table, list(staged), existed, source)})
 
-    return _run(load, body)
-
-
-def load_golden(
-    db: Database,
-    questions: Iterable[Question],
-    *,
-    batch_size: int = DEFAULT_BATCH_SIZE,
-    embedder: Embedder | None = None,
-    progress: Progress | None = None,
-    create_harness: bool = True,
-    on_duplicate: OnDuplicate = "refuse",
-    label_table: str | None = None,
-    allow_unlabelled: bool = False,
-    label_source: str = "file",
-    demote: bool = False,
-) -> LoadReport:
-    """Load golden-set questions (upsert by id), all or none; bare label ids name records of
-    `label_table` (seval_article, a table attached with attach_table, or the table its records belong
-    to; None: the corpus a run searches by default, fn::seval::default_corpus).
-
-    Refused together, in one message: duplicate ids, labels naming documents that do not exist,
-    questions with no judgment (unless `allow_unlabelled`: a question set not judged yet, ranked and left
-    out of every mean), questions with no embedding (when no embedder is given). Their labels' provenance
-    says `label_source` (surql/labels.surql). Refused at
-    once, naming the question: empty text, a label twice, grades that do not match the labels, an
-    embedding of the wrong dimension, and (unless `demote`) another source for, or a label dropped from,
-    a question promoted from a production failure (load/promote.py keep_promoted). `skipped` in the report
-    is `questions.skipped` when the questions come from a BEIR or TREC reader (queries with no judgment).
-    """
-    load = Load(db, batch_size=batch_size, embedder=embedder, progress=progress, create_harness=create_harness,
-                on_duplicate=on_duplicate)
-    staging = STAGING_PREFIX + QUESTIONS
-    problems = Problems("golden set")
-    if label_table is None:
-        label_table = db.value("RETURN fn::seval::default_corpus()") if harness_config(db) else DOCUMENTS
-    _label_table(db, label_table)
-
-    demoted: list[RecordID] = []
-    read, questions = questions, keep_promoted(db, questions, label_table, demote=demote, demoted=demoted)
-    provenance: dict[str, dict] = {}  # what the file says of where each judgment came from (golden export)
-
-    def kept(rows: Iterable[Question]) -> Iterable[Question]:
-        for question in rows:
-            if question.provenance:
-                provenance[question.id] = question.provenance
-            yield question
-
-    def body() -> LoadReport:
-        count, labels, embedded = stage_questions(load, kept(questions), staging, problems, set(), label_table, allow_unlabelled)
-        problems.check()
-        report = LoadReport(table=QUESTIONS, loaded=count, skipped=getattr(read, "skipped", 0),
-                            embedded=embedded, labels=labels, batches=load.batches, duplicates=load.dropped[staging])
-        if count:
-            load.ensure_harness()
-            move_all(load, [Move(staging, QUESTIONS, corpus=False)])
-            _see_loaded_labels(db, label_source)
-            set_provenance(db, QUESTIONS, provenance, label_table)
-            if demoted:
-                from .labels import who
-
-                db.value("RETURN fn::seval::record_demoted($ids, $by)", {"ids": demoted, "by": who()})
-        else:
-            remove_staging(db)
-        return report.model_copy(update={"seconds": load.seconds(), "harness_imported": load.harness_imported})
-
-    return _run(load, body)
-
-
-def load_dataset(
-    db: Database,
-    documents: Iterable[Article],
-    questions: Iterable[Question],
-    *,
-    source: str | None = None,
-    on_duplicate: OnDuplicate = "refuse",
-    batch_size: int = DEFAULT_BATCH_SIZE,
-    embedder: Embedder | None = None,
-    progress: Progress | None = None,
-    create_harness: bool = True,
-    analyzer: str | None = None,
-) -> DatasetReport:
-    """Load documents into `article` and the golden set that labels them, all or nothing.
-
-    Labels may name documents of this load or articles already stored. The documents' problems
-    are refused first (one message), then the golden set's (one message). `analyzer`: as load_corpus.
-    """
-    analyzer = table_analyzer(db, DOCUMENTS, analyzer)
-    load = Load(db, batch_size=batch_size, embedder=embedder, progress=progress, create_harness=create_harness,
-                on_duplicate=on_duplicate)
-    doc_staging, question_staging = STAGING_PREFIX + DOCUMENTS, STAGING_PREFIX + QUESTIONS
-    doc_problems, question_problems = Problems("corpus"), Problems("golden set")
-    read, questions = questions, keep_promoted(db, questions, DOCUMENTS)
-
-    def body() -> DatasetReport:
-        staged, doc_embedded = stage_documents(load, documents, doc_staging, doc_problems, "article")
-        doc_problems.check()
-        doc_batches = load.batches
-        count, labels, q_embedded = stage_questions(load, questions, question_staging, question_problems, staged)
-        question_problems.check()
-        load.ensure_harness(analyzer)
-        existed = existing(db, DOCUMENTS, staged)
-        moves = [Move(doc_staging, DOCUMENTS, corpus=True, analyzer=analyzer)] if staged else []
-        moves += [Move(question_staging, QUESTIONS, corpus=False)] if count else []
-        move_all(load, moves)
-        if count:
-            _see_loaded_labels(db)
-        if staged:
-            record_article_indexes(db, analyzer)
-        remove_staging(db)
-        seconds = load.seconds()
-        return DatasetReport(
-            corpus=LoadReport(table=DOCUMENTS, loaded=len(staged), embedded=doc_embedded, batches=doc_batches,
-                              duplicates=load.dropped[doc_staging], seconds=seconds, harness_imported=load.harness_imported,
-                              **(mark_ingest(load, DOCUMENTS, list(staged), existed, source) if staged else {})),
-            golden=LoadReport(table=QUESTIONS, loaded=count, skipped=getattr(read, "skipped", 0),
-                              embedded=q_embedded, labels=labels, batches=load.batches - doc_batches,
-                              duplicates=load.dropped[question_staging], seconds=seconds),
-            seconds=seconds,
-        )
-
-    return _run(load, body)
-
-
-def load_beir(
-    db: Database,
-    folder: Path | str,
-    *,
-    split: str = "test",
-    batch_size: int = DEFAULT_BATCH_SIZE,
-    embedder: Embedder | None = None,
-    progress: Progress | None = None,
-    create_harness: bool = True,
-    on_duplicate: OnDuplicate = "refuse",
-    analyzer: str | None = None,
-) -> DatasetReport:
-    """Load a BEIR folder (corpus.jsonl, queries.jsonl, qrels/<split>.tsv, embeddings/ if present)
-    into `article` and `question` all or nothing; queries with no judgment are skipped and counted."""
-    from .readers import read_beir
-
-    documents, questions = read_beir(Path(folder), split=split, on_duplicate=on_duplicate)
-    return load_dataset(db, documents, questions, batch_size=batch_size, embedder=embedder,
-                        progress=progress, create_harness=create_harness, source=str(folder), on_duplicate=on_duplicate,
-                        analyzer=analyzer)
+    return run_load(load, body)

@@ -85,7 +85,7 @@ def chunk_corpus(
     """
     from .bulk import load_corpus  # the bulk loader
 
-    identifier(source, what="--from table")
+    identifier(source, what="--corpus table")
     harness_table(target, what="--into table")
     if target == DOCUMENTS or target == source:
         raise ConfigError(f"--into {target} would overwrite the documents: choose a new chunk table name")

@@ -166,14 +166,14 @@ def read_run_file(path: Path, *, format: RunFileFormat = "auto", name: str | Non
     if path.is_dir() or not path.exists():
         raise InputError("no such file", source=str(path))
     if name is not None:
-        check_name(name, where="--name")
+        check_name(name, where="--retriever")
     fmt = _format_of(path, format)
     if fmt == "jsonl":
         return fmt, _read_jsonl(path, name or "supplied")
     rankings = _read_trec(path)
     tags = sorted({r.retriever for r in rankings})
     if name is not None and len(tags) > 1:
-        raise InputError(f"--name renames a file's one tag, and this file has {len(tags)}: {', '.join(tags)}", source=str(path))
+        raise InputError(f"--retriever names the rankings of a file with one tag, and this file has {len(tags)}: {', '.join(tags)}", source=str(path))
     if name is not None:
         for ranked in rankings:
             ranked.retriever = name

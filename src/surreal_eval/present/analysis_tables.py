@@ -7,11 +7,11 @@ from rich.markup import escape
 
 from ..analysis.compare import Comparison, PairedDelta, RetrieverComparison
 from ..analysis.gate import GateResult
-from ..analysis.overlap import Miss, Overlap
 from ..analysis.groups import ManyComparison
+from ..analysis.overlap import Miss, Overlap
 from ..analysis.slices import Slice
-from ..stats import format_p
 from ..analysis.sources import REFERENCE
+from ..stats import format_p
 from .fit_tables import Column, print_table
 from .source_tables import show_delta_headline, show_source_deltas
 

@@ -72,8 +72,8 @@ app = typer.Typer(
 )
 load_app = typer.Typer(help="Load a corpus or a golden set from a file.", no_args_is_help=True)
 app.add_typer(load_app, name="load")
-export_app = typer.Typer(help="Write a run or the golden set as TREC files, for trec_eval or ranx.", no_args_is_help=True)
-app.add_typer(export_app, name="export")
+export_app = typer.Typer(help="0.1's export commands: now `runs export` and `golden export --format qrels`.", no_args_is_help=True)
+app.add_typer(export_app, name="export", hidden=True)
 
 #: the width tables and text are fitted to when neither a terminal nor COLUMNS says (piped, redirected)
 PIPED_WIDTH = 120
@@ -146,6 +146,17 @@ def with_db(action: Callable[[Database], T]) -> T:
     return checked(call)
 
 
+def show_rows(read: Callable[[Database], T], as_json: bool, show: Callable[[T], None], *,
+              rows: Callable[[T], list] = lambda read: read) -> None:  # type: ignore[assignment,return-value]
+    """Read from the store and print it: with --json the rows (pydantic models: what `read` returned, or `rows` of it)
+    as JSON, else through `show`."""
+    result = with_db(read)
+    if as_json:
+        out.print_json(data=[row.model_dump(mode="json") for row in rows(result)])
+    else:
+        show(result)
+
+
 def _print_version(asked: bool) -> None:
     """`--version`: print the package's version and end the process with 0, before any command or connection."""
     if asked:
@@ -196,3 +207,22 @@ LevelOpt = Annotated[Optional[int], typer.Option(
 JudgmentsOpt = Annotated[Optional[str], typer.Option(
     "--judgments", help="Score on human judgments only (human, the default) or on human plus the model's from `golden judge` "
                         "(human+model; the run records which, and its golden fingerprint differs).")]
+
+# The shared options and arguments of the grammar (docs/cli-grammar.md): one definition each, which
+# tests/test_grammar.py requires every command to use.
+KS_HELP = "Cutoffs, a comma list such as 1,3,5,10"
+KsOpt = Annotated[str, typer.Option("--k", help=f"{KS_HELP}.")]
+OptionalKsOpt = Annotated[Optional[str], typer.Option("--k", help=f"{KS_HELP}.")]
+DeepestKOpt = Annotated[str, typer.Option("--k", help=f"{KS_HELP}; the deepest is the one used.")]
+METRIC_HELP = "A metric at a cutoff, NAME@K such as recall@5"
+MetricOpt = Annotated[Optional[str], typer.Option("--metric", help=f"{METRIC_HELP}.")]
+MetricsOpt = Annotated[Optional[list[str]], typer.Option("--metric", help=f"{METRIC_HELP} (repeatable).")]
+CorpusOpt = Annotated[Optional[str], typer.Option(
+    "--corpus", help="The corpus table (default: the one holding records; seval_article for a new one).")]
+RUN_HELP = "seval_run:ID, ID, latest (the newest finished run), previous (the one before it) or a tag"
+RunArg = Annotated[str, typer.Argument(help=f"The run: {RUN_HELP}.", show_default=True)]
+RunsArg = Annotated[list[str], typer.Argument(help=f"Runs: {RUN_HELP}.")]
+OptionalRunsArg = Annotated[Optional[list[str]], typer.Argument(help=f"Runs: {RUN_HELP}.", show_default=False)]
+TagOpt = Annotated[Optional[str], typer.Option(
+    "--tag", help="Name the new run: tag it NAME (moved from the run it named), a reference every command that takes a run takes.")]
+NoteOpt = Annotated[Optional[str], typer.Option("--note", help="Free text kept with the run in history (not a reference: --tag names a run).")]

@@ -10,20 +10,28 @@ from typing import NoReturn, Sequence
 import typer
 from typer._click import ClickException  # typer vendors click: its usage errors are these
 
-from . import (  # noqa: F401 - registering is importing
-    commands_analysis, commands_generate, commands_golden, commands_history, commands_golden_log, commands_golden_promote, commands_judge,
-    commands_load, commands_retrievers,
-    commands_runs, commands_supplied, commands_watch,
-)
 from ..errors import SurrealEvalError
+from . import (  # noqa: F401 - registering is importing
+    commands_analysis,
+    commands_generate,
+    commands_golden,
+    commands_golden_log,
+    commands_golden_promote,
+    commands_history,
+    commands_judge,
+    commands_load,
+    commands_retrievers,
+    commands_runs,
+    commands_supplied,
+    commands_watch,
+)
 from .app import app, err, state
 
 __all__ = ["app", "main", "run_cli", "EXIT_CODES"]
 
-#: The order `surreal-eval --help` lists the commands in (the groups, load, golden, export, retriever and endpoint, follow).
-ORDER = ("demo", "init", "migrate", "evaluate", "score", "history", "tag", "untag", "retrievers", "diagnose", "chunk", "attach", "watch",
-         "split", "tune", "grant", "compare", "gate", "report", "slices")
-app.registered_commands.sort(key=lambda info: ORDER.index(info.callback.__name__))
+#: The order `surreal-eval --help` lists the top-level verbs in (the groups follow; 0.1's hidden spellings come last).
+ORDER = ("demo", "init", "migrate", "evaluate", "score", "compare", "gate", "report", "slices", "diagnose", "tune", "split", "attach", "chunk")
+app.registered_commands.sort(key=lambda info: ORDER.index(info.name or info.callback.__name__) if not info.hidden else len(ORDER))
 
 #: Every code the process exits with (the table in docs/exit-codes.md).
 EXIT_CODES = {

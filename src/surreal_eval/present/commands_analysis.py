@@ -8,26 +8,33 @@ from typing import Annotated, Optional
 import typer
 
 from ..errors import ConfigError
-from .app import JsonOpt, app, checked, err, fail, out, plain, with_db
+from .app import RUN_HELP, JsonOpt, MetricOpt, MetricsOpt, OptionalRunsArg, RunArg, app, checked, err, fail, out, plain, with_db
+from .deprecated import old_option, say
 
-
-RunArg = Annotated[str, typer.Argument(help="Run: seval_run:ID, ID, latest or previous (see `surreal-eval history`).")]
+OLD_BARE_METRIC = old_option("compare", "--metric NAME", "--metric NAME@K (repeatable)")
+OLD_GATE_LATEST = old_option("gate", "--baseline latest", "--baseline previous")
+OLD_REPORT_RUN = old_option("report", "--run RUN", "RUN (positional)")
 
 
 @app.command()
 def compare(
     run_a: RunArg,
-    run_b: Annotated[Optional[str], typer.Argument(help="Run B (after); omit it to compare --retriever of run A.")] = None,
-    more: Annotated[Optional[list[str]], typer.Argument(help="Further runs: three or more runs are compared pair by pair.", show_default=False)] = None,
-    metric: Annotated[Optional[list[str]], typer.Option(help="NAME@K, or NAME for every shared k (default: every metric at every shared k).")] = None,
+    run_b: Annotated[Optional[str], typer.Argument(help=f"Run B (after), {RUN_HELP}; omit it to compare --retriever of run A.")] = None,
+    more: Annotated[Optional[list[str]], typer.Argument(help=f"Further runs ({RUN_HELP}): three or more runs are compared pair by pair.",
+                                                        show_default=False)] = None,
+    metric: MetricsOpt = None,
     retriever: Annotated[Optional[list[str]], typer.Option(help="Only these retrievers (default: all both runs have); without RUN_B, two or more.")] = None,
     alpha: Annotated[float, typer.Option(help="With three or more runs or retrievers: sides whose Holm-adjusted p is at least this are not separable.")] = 0.05,
     as_json: JsonOpt = False,
 ) -> None:
-    """Compare run A with run B per retriever and metric: mean difference, interval, raw and Holm-adjusted p, questions fixed and broken."""
-    from . import analysis_tables as display_compare
+    """Compare run A with run B per retriever and metric (default: every metric at every shared k): mean difference, interval, raw and
+    Holm-adjusted p, questions fixed and broken: `compare main latest --metric recall@5`."""
     from ..analysis.compare import compare_retrievers, compare_runs
     from ..analysis.groups import compare_many_retrievers, compare_many_runs
+    from . import analysis_tables as display_compare
+
+    if any("@" not in m for m in metric or []):  # 0.1: a bare name meant that metric at every shared k
+        say(*OLD_BARE_METRIC)
 
     result = None
     if run_b is None:
@@ -51,10 +58,9 @@ def compare(
 
 @app.command()
 def gate(
-    baseline: Annotated[str, typer.Option(help="Run the candidate must hold up against: a run id, previous, or latest (the newest run before the "
-                                               "candidate).")] = "latest",
-    candidate: Annotated[Optional[str], typer.Option(help="Run under test (default: the latest run).")] = None,
-    metric: Annotated[Optional[list[str]], typer.Option(help="Metric at a cutoff to gate on, e.g. recall@5 (repeatable; default recall@5).")] = None,
+    baseline: Annotated[str, typer.Option("--baseline", help=f"The run the candidate must hold up against: {RUN_HELP}.")] = "previous",
+    candidate: Annotated[str, typer.Option("--candidate", help=f"The run under test: {RUN_HELP}.")] = "latest",
+    metric: MetricsOpt = None,
     retriever: Annotated[Optional[list[str]], typer.Option(help="Retriever(s) to gate (default: every retriever of the candidate).")] = None,
     max_drop: Annotated[float, typer.Option(help="Largest fall of the mean that passes.")] = 0.02,
     alpha: Annotated[float, typer.Option(help="A larger fall fails only when its paired p-value, Holm-adjusted over every check, is below this.")] = 0.05,
@@ -67,11 +73,18 @@ def gate(
     junit: Annotated[Optional[Path], typer.Option(help="Also write the result as JUnit XML to this file.")] = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Fail (exit 1) when a metric fell by more than --max-drop and significantly; print the broken questions."""
-    from . import analysis_tables as display_compare
+    """Fail (exit 1) when a metric (default recall@5) fell by more than --max-drop and significantly; print the broken questions:
+    `gate --baseline main`."""
+    import warnings
+
     from ..analysis.gate import gate as run_gate
+    from . import analysis_tables as display_compare
     from .junit import write_junit
 
+    if baseline.strip() == "latest" and candidate.strip() == "latest":  # 0.1: gate's latest meant the run before the candidate
+        say(*OLD_GATE_LATEST)
+        baseline = "previous"
+    warnings.simplefilter("ignore", DeprecationWarning)
     result = with_db(lambda db: run_gate(
         db, baseline=baseline, candidate=candidate, metric=metric or ["recall@5"], retriever=retriever,
         max_drop=max_drop, alpha=alpha, allow_different_golden=allow_different_golden,
@@ -90,29 +103,35 @@ def gate(
 
 @app.command()
 def report(
+    runs: OptionalRunsArg = None,
     html_path: Annotated[Path, typer.Option("--html", help="Write the report as one self-contained HTML page to this file.")] = ...,
-    run: Annotated[Optional[list[str]], typer.Option(help="Only these runs (default: every finished run); the last is the latest.")] = None,
-    metric: Annotated[Optional[str], typer.Option(help="Metric of the per-question matrix and the slices (default recall@5).")] = None,
+    run: Annotated[Optional[list[str]], typer.Option("--run", hidden=True, help="0.1: now positional.")] = None,
+    metric: MetricOpt = None,
 ) -> None:
-    """Write the history as one HTML page: trend, latest run, per-question matrix, slices."""
+    """Write the history of RUNS (default: every finished run; the last is the latest) as one HTML page: trend, latest run,
+    per-question matrix (default recall@5), slices: `report --html report.html`."""
     from .html import write_report
 
+    if run:
+        say(*OLD_REPORT_RUN)
+    run = [*(runs or []), *(run or [])] or None
     path = with_db(lambda db: write_report(db, html_path, runs=run, metric=metric))
     plain(out, f"wrote the report to {path}")
 
 
 @app.command()
 def slices(
-    run: Annotated[str, typer.Argument(help="Run: seval_run:ID, ID, latest or previous.")] = "latest",
-    metric: Annotated[str, typer.Option(help="Metric at a cutoff, e.g. recall@5.")] = "recall@5",
+    run: RunArg = "latest",
+    metric: MetricOpt = None,
     by: Annotated[Optional[list[str]], typer.Option(help="Question field(s) to group by: category, language, source, split.")] = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Print a run's per-question scores grouped by question category, language and source, with intervals."""
-    from . import analysis_tables as display_compare
+    """Print a run's per-question scores (default recall@5) grouped by question category, language and source, with intervals:
+    `slices latest --metric ndcg@10`."""
+    metric = metric or "recall@5"
     from ..analysis.slices import slices as run_slices
-
     from ..analysis.sources import run_source_means
+    from . import analysis_tables as display_compare
     from .source_tables import show_source_means
 
     found, sources = with_db(lambda db: (run_slices(db, run, metric, by=by or ("category", "language", "source")),

@@ -1,4 +1,4 @@
-"""`golden generate`: questions a chat model writes about sampled records of a corpus (load/generate.py)."""
+"""`golden generate`: questions a chat model writes about sampled records of a corpus (golden/generate.py)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from .app import JsonOpt, checked, out, plain, table_name, with_db
+from .app import CorpusOpt, JsonOpt, checked, out, plain, table_name, with_db
 from .commands_golden import golden_app
 from .commands_load import EmbedderOpt, _embedder
 
@@ -18,7 +18,7 @@ ChatOpt = Annotated[Optional[str], typer.Option(
 def chat_model(spec: Optional[str], *, concurrency: int, timeout: float, cache: bool):
     """The chat model a --chat spec names, caching answers under the user's cache folder unless `cache` is False."""
     from ..errors import ConfigError
-    from ..load.chat import ChatCache, chat_from_spec, default_cache_dir
+    from ..golden.chat import ChatCache, chat_from_spec, default_cache_dir
 
     def build():
         if not spec:
@@ -41,7 +41,7 @@ def golden_generate(
     count: Annotated[int, typer.Option("--count", min=1, help="How many records to ask about (one question each).")],
     chat: ChatOpt = None,
     embedder: EmbedderOpt = None,
-    corpus: Annotated[Optional[str], typer.Option("--corpus", help="The corpus table to sample (default: the one a run searches).")] = None,
+    corpus: CorpusOpt = None,
     stratify: Annotated[Optional[str], typer.Option("--stratify", help="Sample evenly across the values of this field (e.g. metadata.topic); default: across "
                                                                        "length quartiles.")] = None,
     seed: Annotated[int, typer.Option("--seed", help="Seed of the sample.")] = 0,
@@ -56,10 +56,11 @@ def golden_generate(
     no_cache: Annotated[bool, typer.Option("--no-cache", help="Ask again even when an answer to the same request is cached.")] = False,
     as_json: JsonOpt = False,
 ) -> None:
-    """Ask a chat model for questions about sampled records and store them as synthetic questions, each labelled with its record."""
+    """Ask a chat model for questions about sampled records and store them as synthetic questions, each labelled with its record:
+    `golden generate --count 50 --chat openai:gpt-4o-mini`."""
     import json
 
-    from ..load.generate import generate_questions
+    from ..golden.generate import generate_questions
 
     table_name(corpus, "corpus table")
     template = checked(lambda: _read_prompt(prompt)) if prompt else None

@@ -1,5 +1,5 @@
-"""The `golden` group: golden sets kept in the user's own tables, registered in place (attach, detach,
-list) and the labels whose record is gone (dangling)."""
+"""The `golden` group: golden sets kept in the user's own tables, registered in place (attach, remove,
+list), the labels whose record is gone (dangling), their history, and export (JSONL or TREC qrels)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,11 @@ from typing import Annotated, Optional
 
 import typer
 
-from .app import GoldenOpt, JsonOpt, app, out, plain, table_name, with_db
+from ..errors import ConfigError
+from .app import show_rows, GoldenOpt, JsonOpt, app, err, export_app, fail, out, plain, table_name, with_db
 from .commands_load import EmbedderOpt, _embedder
+from .deprecated import OLD_SPELLINGS, alias_command, say
+from .writing import OutputOpt, write_lines
 
 golden_app = typer.Typer(help="Golden sets: your own table used in place, and labels whose record is gone.", no_args_is_help=True)
 app.add_typer(golden_app, name="golden")
@@ -28,8 +31,9 @@ def golden_attach(
     language: Annotated[Optional[str], typer.Option("--language", help="The field holding its language (slices).")] = None,
     embedder: EmbedderOpt = None,
 ) -> None:
-    """Register a table of yours as a golden set, read at every run; fields may be paths (meta.lang)."""
-    from ..load.golden_attach import attach_golden
+    """Register a table of yours as a golden set, read at every run; fields may be paths (meta.lang):
+    `golden attach my_questions --text question --relevant answers`."""
+    from ..golden.attach import attach_golden
 
     table_name(table, "table")
     model = _embedder(embedder) if not embedding else None
@@ -52,10 +56,10 @@ def golden_attach(
                    f"misses with --dangling-labels miss (surreal-eval golden dangling lists them)")
 
 
-@golden_app.command("detach")
-def golden_detach(table: Annotated[str, typer.Argument(help="An attached golden set.")]) -> None:
-    """Forget an attached golden set (your table is untouched; its runs stay in history)."""
-    from ..load.golden_attach import detach_golden
+@golden_app.command("remove")
+def golden_remove(table: Annotated[str, typer.Argument(help="An attached golden set.")]) -> None:
+    """Forget an attached golden set (your table is untouched; its runs stay in history): `golden remove my_questions`."""
+    from ..golden.attach import detach_golden
 
     removed = with_db(lambda db: detach_golden(db, table))
     plain(out, f"detached golden set {table} (dropped what the harness kept of {removed} questions); the table is untouched")
@@ -63,12 +67,12 @@ def golden_detach(table: Annotated[str, typer.Argument(help="An attached golden 
 
 @golden_app.command("list")
 def golden_list(as_json: JsonOpt = False) -> None:
-    """List the golden sets: the harness's own and the tables attached in place."""
+    """List the golden sets: the harness's own and the tables attached in place: `golden list`."""
     import json
 
     from rich.table import Table
 
-    from ..load.golden_attach import golden_sets
+    from ..golden.attach import golden_sets
 
     rows = with_db(golden_sets)
     if as_json:
@@ -85,10 +89,10 @@ def golden_list(as_json: JsonOpt = False) -> None:
 
 @golden_app.command("dangling")
 def golden_dangling(golden: GoldenOpt = None, as_json: JsonOpt = False) -> None:
-    """List the labels whose record no longer exists (the application deleted or rebuilt it)."""
+    """List the labels whose record no longer exists (the application deleted or rebuilt it): `golden dangling`."""
     import json
 
-    from ..load.golden_attach import list_dangling
+    from ..golden.attach import list_dangling
     from ..store.golden import golden_set
 
     chosen, found = with_db(lambda db: (lambda g: (g, list_dangling(db, g)))(golden_set(db, golden)))
@@ -115,8 +119,9 @@ def golden_label(
     by: Annotated[Optional[str], typer.Option("--by", help="Who (default: SURREAL_EVAL_BY, else your user name).")] = None,
     golden: GoldenOpt = None,
 ) -> None:
-    """Add a label found while looking (or, with --not, a judgment of not relevant), keeping who, when and why."""
-    from ..load.labels import add_label
+    """Add a label found while looking (or, with --not, a judgment of not relevant), keeping who, when and why:
+    `golden label money_back refund_policy --grade 2`."""
+    from ..golden.labels import add_label
 
     done = with_db(lambda db: add_label(db, question, doc, golden=golden, grade=grade, relevant=not not_relevant,
                                         note=note, by=by))
@@ -126,54 +131,67 @@ def golden_label(
 
 @golden_app.command("stale")
 def golden_stale(golden: GoldenOpt = None, as_json: JsonOpt = False) -> None:
-    """List the labels whose document changed since they were made: relabel or confirm them."""
-    import json
+    """List the labels whose document changed since they were made: relabel or confirm them: `golden stale`."""
+    from ..golden.labels import stale_labels
 
-    from ..load.labels import stale_labels
+    def show(read) -> None:  # type: ignore[no-untyped-def]
+        chosen, found = read
+        if not found:
+            plain(out, f"no label of {chosen.name} is stale: every labelled document is as it was when labelled")
+            return
+        for row in found:
+            seen = row.changed_seen_at.isoformat(timespec="seconds") if row.changed_seen_at else "not yet by a run"
+            plain(out, f"{row.question} -> {row.doc}: labelled {row.labelled_at.isoformat(timespec='seconds')} ({row.source}"
+                       f"{', ' + row.by if row.by else ''}), document changed since (first seen changed: {seen})")
+        plain(out, f"{len(found)} labels of {chosen.name} are stale")
 
-    chosen, found = with_db(lambda db: stale_labels(db, golden))
-    if as_json:
-        out.print_json(json.dumps([row.model_dump(mode="json") for row in found]))
-        return
-    if not found:
-        plain(out, f"no label of {chosen.name} is stale: every labelled document is as it was when labelled")
-        return
-    for row in found:
-        seen = row.changed_seen_at.isoformat(timespec="seconds") if row.changed_seen_at else "not yet by a run"
-        plain(out, f"{row.question} -> {row.doc}: labelled {row.labelled_at.isoformat(timespec='seconds')} ({row.source}"
-                   f"{', ' + row.by if row.by else ''}), document changed since (first seen changed: {seen})")
-    plain(out, f"{len(found)} labels of {chosen.name} are stale")
+    show_rows(lambda db: stale_labels(db, golden), as_json, show, rows=lambda read: read[1])
 
 
 @golden_app.command("history")
 def golden_history_command(golden: GoldenOpt = None, as_json: JsonOpt = False) -> None:
-    """List every change to a golden set: labels added, removed, regraded, judged not relevant, seen or gone."""
-    import json
+    """List every change to a golden set: labels added, removed, regraded, judged not relevant, seen or gone: `golden history`."""
+    from ..golden.labels import golden_history
 
-    from ..load.labels import golden_history
+    def show(read) -> None:  # type: ignore[no-untyped-def]
+        chosen, changes = read
+        for row in changes:
+            what = f" {row.doc}" + (f" (grade {row.grade:g})" if row.grade is not None else "") if row.doc else ""
+            who = ", ".join(x for x in (row.source, row.by) if x)
+            plain(out, f"{row.at.isoformat(timespec='seconds')} {row.action} {row.question}{what}"
+                       + (f" [{who}]" if who else "") + (f": {row.note}" if row.note else "")
+                       + (f" (failed {row.failed_at.isoformat(timespec='seconds')})" if row.failed_at else ""))
+        plain(out, f"{len(changes)} changes to {chosen.name}")
 
-    chosen, changes = with_db(lambda db: golden_history(db, golden))
-    if as_json:
-        out.print_json(json.dumps([row.model_dump(mode="json") for row in changes]))
-        return
-    for row in changes:
-        what = f" {row.doc}" + (f" (grade {row.grade:g})" if row.grade is not None else "") if row.doc else ""
-        who = ", ".join(x for x in (row.source, row.by) if x)
-        plain(out, f"{row.at.isoformat(timespec='seconds')} {row.action} {row.question}{what}"
-                   + (f" [{who}]" if who else "") + (f": {row.note}" if row.note else "")
-                   + (f" (failed {row.failed_at.isoformat(timespec='seconds')})" if row.failed_at else ""))
-    plain(out, f"{len(changes)} changes to {chosen.name}")
+    show_rows(lambda db: golden_history(db, golden), as_json, show, rows=lambda read: read[1])
 
 
 @golden_app.command("export")
 def golden_export(
-    path: Annotated[Path, typer.Argument(help="The JSONL file to write (load golden reads it back).")],
+    path: Annotated[Optional[Path], typer.Argument(help="The file to write: JSONL that load golden reads back; with --format qrels, "
+                                                        "stdout when none is given.", show_default=False)] = None,
+    fmt: Annotated[str, typer.Option("--format", help="jsonl (questions, labels and their provenance) or qrels (TREC: qid 0 docid grade, "
+                                                      "for trec_eval and ranx).")] = "jsonl",
+    from_run: Annotated[Optional[str], typer.Option("--from-run", help="With --format qrels: the labels a run scored against (resolved quote "
+                                                                       "labels included), a RUN as every command takes it.")] = None,
     golden: GoldenOpt = None,
     embeddings: Annotated[bool, typer.Option("--embeddings", help="Write each question's embedding too (without them, load golden needs --embedder).")] = False,
     force: Annotated[bool, typer.Option("--force", help="Replace FILE if it exists.")] = False,
 ) -> None:
-    """Write a golden set as JSONL in the format load golden reads, with each label's provenance."""
-    from ..load.golden_export import export_golden
+    """Write a golden set: as JSONL in the format load golden reads, with each label's provenance (`golden export gold.jsonl`), or as
+    TREC qrels (`golden export --format qrels > gold.qrels`)."""
+    if fmt == "qrels":
+        if embeddings:
+            fail(ConfigError("--embeddings goes with --format jsonl: qrels hold no questions"))
+        _export_qrels(from_run, golden, path)
+        return
+    if fmt != "jsonl":
+        fail(ConfigError(f"unknown --format {fmt!r}: jsonl or qrels"))
+    if from_run is not None:
+        fail(ConfigError("--from-run goes with --format qrels"))
+    if path is None:
+        fail(ConfigError("golden export needs the FILE to write (or --format qrels, which writes to stdout)"))
+    from ..golden.export import export_golden
 
     done = with_db(lambda db: export_golden(db, path, golden=golden, embeddings=embeddings, force=force))
     merged = f", {done.harness_labels} of them added here (provenance origin harness: merge them into your table)" if done.harness_labels else ""
@@ -182,3 +200,27 @@ def golden_export(
     if done.label_table:
         plain(out, f"load it with: surreal-eval load golden {done.path} --corpus {done.label_table}"
                    f"{'' if done.embeddings else ' --embedder SPEC'}")
+
+
+def _export_qrels(run: Optional[str], golden: Optional[str], output: Optional[Path]) -> None:
+    from ..runs.export import export_qrels_trec
+
+    table = table_name(golden, "--golden table")
+    count = with_db(lambda db: write_lines(export_qrels_trec(db, run=run, golden=table), output))
+    if output is not None:
+        plain(err, f"wrote {count} lines to {output}")
+
+
+@export_app.command("qrels", hidden=True)
+def export_qrels(
+    run: Annotated[Optional[str], typer.Option("--run", help="The labels a run scored against.")] = None,
+    golden: GoldenOpt = None,
+    output: OutputOpt = None,
+) -> None:
+    """0.1's `export qrels`: now `golden export --format qrels`."""
+    say("export qrels [--run RUN] [-o FILE]", "golden export [FILE] --format qrels [--from-run RUN]")
+    _export_qrels(run, golden, output)
+
+
+OLD_SPELLINGS.append(("export qrels [--run RUN] [-o FILE]", "golden export [FILE] --format qrels [--from-run RUN]"))
+alias_command(golden_app, "detach", "golden detach TABLE", "golden remove TABLE", golden_remove)

@@ -1,14 +1,14 @@
-"""`golden from-log`: a search log made into a question set with click labels (load/from_log.py)."""
+"""`golden from-log`: a search log made into a question set with click labels (golden/from_log.py)."""
 
 from __future__ import annotations
 
 from enum import Enum
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
-from .app import JsonOpt, out, plain, table_name
+from .app import CorpusOpt, JsonOpt, out, plain, table_name
 from .commands_golden import golden_app
 from .commands_load import EmbedderOpt, _embedder, _load
 
@@ -35,14 +35,15 @@ def golden_from_log(
                                                                                     "(seconds).")] = 30.0,
     unclicked_not_relevant: Annotated[bool, typer.Option("--unclicked-not-relevant", help="Judge documents shown --min-impressions times and never clicked not "
                                                                                           "relevant (default: unjudged).")] = False,
-    corpus: Annotated[Optional[str], typer.Option("--corpus", help="The table bare ids name (default: the corpus a run searches by default).")] = None,
+    corpus: CorpusOpt = None,
     embedder: EmbedderOpt = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Read, check and derive, and say what would be loaded, writing nothing.")] = False,
     as_json: JsonOpt = False,
 ) -> None:
-    """Make a search log into questions (source click, with their frequency) and labels from clicks, all or nothing."""
-    from ..load.click_model import ClickModel
-    from ..load.from_log import golden_from_log as from_log
+    """Make a search log into questions (source click, with their frequency) and labels from clicks, all or nothing:
+    `golden from-log searches.jsonl`."""
+    from ..golden.click_model import ClickModel
+    from ..golden.from_log import golden_from_log as from_log
 
     table_name(corpus, "--corpus table")
     model = ClickModel(min_impressions=min_impressions, min_users=min_users, threshold=threshold, min_dwell=min_dwell,

@@ -9,31 +9,41 @@ from typing import Annotated, Optional
 import typer
 
 from ..errors import ConfigError
-from .app import fail, out, plain, table_name, with_db
+from .app import RUN_HELP, CorpusOpt, MetricOpt, fail, out, plain, table_name, with_db
 from .commands_golden import golden_app
 from .commands_load import EmbedderOpt, _embedder
+from .deprecated import old_option, say
+
+OLD_RUN = old_option("golden promote", "--run RUN", "--from-run RUN")
 
 
 @golden_app.command("promote")
 def golden_promote(
     path: Annotated[Optional[Path], typer.Argument(help="JSONL or CSV of production failures: {query, answer (id or ids), id?, note?, time?} a line.")] = None,
-    run: Annotated[Optional[str], typer.Option("--run", help="Instead of a file: promote the questions this finished run failed (seval_run:ID, ID, "
-                                                             "latest).")] = None,
-    metric: Annotated[Optional[str], typer.Option("--metric", help="With --run: the metric a question failed on, NAME@K (e.g. ndcg@10).")] = None,
-    below: Annotated[float, typer.Option("--below", help="With --run: a score at or below this is a failure.")] = 0,
-    retriever: Annotated[Optional[str], typer.Option("--retriever", help="With --run: the retriever whose scores count (default: the run's only one).")] = None,
-    corpus: Annotated[Optional[str], typer.Option("--corpus", help="The table bare answer ids name (default: the corpus a run searches).")] = None,
+    from_run: Annotated[Optional[str], typer.Option("--from-run", help=f"Instead of a file: promote the questions this finished run failed on --metric "
+                                                                       f"({RUN_HELP}).")] = None,
+    run: Annotated[Optional[str], typer.Option("--run", hidden=True, help="0.1: now --from-run.")] = None,
+    metric: MetricOpt = None,
+    below: Annotated[float, typer.Option("--below", help="With --from-run: a score at or below this is a failure.")] = 0,
+    retriever: Annotated[Optional[str], typer.Option("--retriever", help="With --from-run: the retriever whose scores count (default: the run's only "
+                                                                         "one).")] = None,
+    corpus: CorpusOpt = None,
     note: Annotated[Optional[str], typer.Option("--note", help="Why: kept in the history (a file's own note per line wins).")] = None,
     by: Annotated[Optional[str], typer.Option("--by", help="Who (default: SURREAL_EVAL_BY, else your user name).")] = None,
     embedder: EmbedderOpt = None,
 ) -> None:
-    """Take failing production questions into the golden set for good, marked production-failure (see golden history)."""
+    """Take failing production questions into the golden set for good, marked production-failure (see golden history):
+    `golden promote failures.jsonl`, or `golden promote --from-run latest --metric recall@5`."""
+    if run is not None:
+        say(*OLD_RUN)
+        from_run = from_run or run
+    run = from_run
     if (path is None) == (run is None):
-        fail(ConfigError("give either a FILE of production failures or --run RUN --metric NAME@K"))
+        fail(ConfigError("give either a FILE of production failures or --from-run RUN --metric NAME@K"))
     if run is not None:
         if metric is None:
-            fail(ConfigError("--run needs --metric NAME@K: the metric a question failed on"))
-        from ..load.promote import promote_run
+            fail(ConfigError("--from-run needs --metric NAME@K: the metric a question failed on"))
+        from ..golden.promote import promote_run
         from ..runs.record import resolve_run
 
         done = with_db(lambda db: promote_run(db, resolve_run(db, run), metric, below=below, retriever=retriever,
@@ -42,7 +52,7 @@ def golden_promote(
         plain(out, f"promoted {done.questions} questions of {done.golden} to production-failure "
                    f"({metric} <= {below:g}){already}")
         return
-    from ..load.promote import promote_failures
+    from ..golden.promote import promote_failures
 
     table_name(corpus, "--corpus table")
     model = _embedder(embedder)

@@ -1,4 +1,4 @@
-"""`golden judge`: a chat model grades the unjudged documents of a run's top k (runs/judge.py)."""
+"""`golden judge`: a chat model grades the unjudged documents of a run's top k (golden/judge.py)."""
 
 from __future__ import annotations
 
@@ -7,15 +7,20 @@ from typing import Annotated, Optional
 
 import typer
 
-from .app import JsonOpt, checked, out, plain, with_db
+from ..grammar import parse_ks
+from .app import DeepestKOpt, JsonOpt, RunArg, checked, out, plain, with_db
 from .commands_generate import ChatOpt, _read_prompt, chat_model
 from .commands_golden import golden_app
+from .deprecated import old_option, say
+
+OLD_RUN = old_option("golden judge", "--run RUN", "RUN (positional)")
 
 
 @golden_app.command("judge")
 def golden_judge(
-    run: Annotated[str, typer.Option("--run", help="The run whose top k to fill: an id `surreal-eval history` lists, latest or previous.")],
-    k: Annotated[int, typer.Option("--k", min=1, help="The cutoff: judge the unjudged documents of each ranking's top k (one the run measured).")],
+    k: DeepestKOpt,
+    run: RunArg = "latest",
+    old_run: Annotated[Optional[str], typer.Option("--run", hidden=True, help="0.1: now positional.")] = None,
     retriever: Annotated[Optional[list[str]], typer.Option("--retriever", help="Only the rankings of this retriever of the run (repeatable; default: "
                                                                                "all).")] = None,
     chat: ChatOpt = None,
@@ -29,15 +34,20 @@ def golden_judge(
     no_cache: Annotated[bool, typer.Option("--no-cache", help="Ask again even when an answer to the same request is cached.")] = False,
     as_json: JsonOpt = False,
 ) -> None:
-    """Ask a chat model to grade (0-3) the documents nobody judged in a run's top k; store them as model judgments, apart from the human ones."""
+    """Ask a chat model to grade (0-3) the documents nobody judged in a run's top k (a k the run measured); store them as model
+    judgments, apart from the human ones: `golden judge latest --k 10 --chat openai:gpt-4o-mini`."""
     import json
 
-    from ..runs.judge import MODEL_RELEVANT, judge_run
+    if old_run is not None:
+        say(*OLD_RUN)
+        run = old_run
+    deepest = max(checked(lambda: parse_ks(k)))
+    from ..golden.judge import MODEL_RELEVANT, judge_run
 
     template = checked(lambda: _read_prompt(prompt)) if prompt else None
     model = chat_model(chat, concurrency=concurrency, timeout=timeout, cache=not no_cache)
     try:
-        report = with_db(lambda db: judge_run(db, model, run=run, k=k, retrievers=retriever, agreement_pairs=agreement,
+        report = with_db(lambda db: judge_run(db, model, run=run, k=deepest, retrievers=retriever, agreement_pairs=agreement,
                                               seed=seed, prompt=template))
     finally:
         model.close()

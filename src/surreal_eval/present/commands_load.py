@@ -13,9 +13,13 @@ from ..load.rows import DEFAULT_BATCH_SIZE
 
 if TYPE_CHECKING:
     from ..store.connection import Database
-from .app import AnalyzerOpt, app, checked, fail, load_app, out, plain, table_name, with_db
+from .app import AnalyzerOpt, CorpusOpt, app, checked, fail, load_app, out, plain, table_name, with_db
 from .commands_watch import after_ingest
+from .deprecated import old_option, say
 from .progress import Progress
+
+OLD_TABLE = old_option("load corpus", "--table T", "--corpus T")
+OLD_FROM = old_option("chunk", "--from T", "--corpus T")
 
 T = TypeVar("T")
 
@@ -90,21 +94,25 @@ SplitHelp = "BEIR: which qrels/<split>.tsv (default test); the split given to qu
 @load_app.command("corpus")
 def load_corpus(
     path: Annotated[Path, typer.Argument(help="JSONL or CSV file ({id, title, content or text, embedding?, ...}), or a BEIR folder.")],
-    table: Annotated[str, typer.Option("--table", help="Corpus table to load into (created if new; its name starts with seval_).")] = "seval_article",
+    corpus: CorpusOpt = None,
+    table: Annotated[Optional[str], typer.Option("--table", hidden=True, help="0.1: now --corpus.")] = None,
     fmt: Annotated[DocumentFormat, typer.Option("--format", help="File format; auto: by suffix, a folder is BEIR.")] = DocumentFormat.auto,
     embedder: EmbedderOpt = None,
     batch_size: BatchOpt = DEFAULT_BATCH_SIZE,
     on_duplicate: DuplicateOpt = OnDuplicate.refuse,
     analyzer: AnalyzerOpt = None,
 ) -> None:
-    """Load documents into a corpus table (all or none, upsert by id), then build its BM25 and HNSW indexes.
+    """Load documents into a corpus table (all or none, upsert by id), then build its BM25 and HNSW indexes:
+    `load corpus docs.jsonl --corpus seval_docs` (a new table's name starts with seval_).
 
     Imports the harness first if the database has none, with the dimension of the data's embeddings.
     """
     from ..load.bulk import load_corpus as ingest_corpus
     from ..load.readers import read_documents
 
-    table_name(table, "--table")
+    if table is not None:
+        say(*OLD_TABLE)
+    table = table_name(corpus if corpus is not None else table, "--corpus table") or "seval_article"
     model = _embedder(embedder)
     report = _load(lambda db, progress: ingest_corpus(
         db, read_documents(path, format=fmt.value), table=table, embedder=model, batch_size=batch_size,
@@ -124,15 +132,15 @@ def load_golden(
     embedder: EmbedderOpt = None,
     batch_size: BatchOpt = DEFAULT_BATCH_SIZE,
     on_duplicate: DuplicateOpt = OnDuplicate.refuse,
-    corpus: Annotated[Optional[str], typer.Option("--corpus", help="The table bare label ids name: seval_article, an attached table or the table its records "
-                                                                   "belong to (default: the corpus holding records).")] = None,
+    corpus: CorpusOpt = None,
     allow_unlabelled: Annotated[bool, typer.Option("--allow-unlabelled", help="Keep questions with no judgment (ranked, left out of every mean) instead of "
                                                                               "refusing them.")] = False,
     demote: Annotated[bool, typer.Option("--demote", help="Let this load give another source to, or drop labels of, questions promoted from production "
                                                           "failures (kept in golden history).")] = False,
 ) -> None:
-    """Load golden-set questions (all or none, upsert by id); their labels must name stored records."""
-    from ..load.bulk import load_golden as ingest_golden
+    """Load golden-set questions (all or none, upsert by id); their labels must name stored records, bare ids those of
+    --corpus: `load golden questions.jsonl --corpus seval_docs`."""
+    from ..golden.files import load_golden as ingest_golden
     from ..load.readers import read_questions
 
     table_name(corpus, "--corpus table")
@@ -157,12 +165,12 @@ def load_beir(
     on_duplicate: DuplicateOpt = OnDuplicate.refuse,
     analyzer: AnalyzerOpt = None,
 ) -> None:
-    """Load a BEIR folder's documents, queries and judgments together, all or nothing.
+    """Load a BEIR folder's documents, queries and judgments together, all or nothing: `load beir datasets/scifact --split test`.
 
     Queries with no judgment in the split are skipped and counted. Imports the harness first if the
     database has none, with the dimension of the data's embeddings.
     """
-    from ..load.bulk import load_beir as ingest_beir
+    from ..golden.files import load_beir as ingest_beir
 
     model = _embedder(embedder)
     report = _load(lambda db, progress: ingest_beir(
@@ -180,17 +188,21 @@ def load_beir(
 
 @app.command()
 def chunk(
-    source: Annotated[str, typer.Option("--from", help="Corpus table to cut.")] = "seval_article",
+    corpus: CorpusOpt = None,
+    source: Annotated[Optional[str], typer.Option("--from", hidden=True, help="0.1: now --corpus.")] = None,
     target: Annotated[str, typer.Option("--into", help="Chunk table to create or refill.")] = ...,
     size: Annotated[int, typer.Option(help="Chunk size in words (runs of non-space characters; not tokens or characters).")] = 200,
     overlap: Annotated[int, typer.Option(help="Words shared by consecutive chunks.")] = 0,
     embedder: Annotated[Optional[str], typer.Option(envvar="SURREAL_EVAL_EMBEDDER", help="openai:MODEL@BASE_URL or local:MODEL.")] = None,
 ) -> None:
-    """Split documents into a chunk table (each chunk keeps its document) and embed the chunks."""
+    """Split documents into a chunk table (each chunk keeps its document) and embed the chunks:
+    `chunk --corpus seval_article --into seval_chunk --size 100 --embedder local:all-MiniLM-L6-v2`."""
     from ..load.chunking import chunk_corpus
     from ..load.embedders import embedder_from_spec
 
-    table_name(source, "--from table")
+    if source is not None:
+        say(*OLD_FROM)
+    source = table_name(corpus if corpus is not None else source, "--corpus table") or "seval_article"
     table_name(target, "--into table")
     if not embedder:
         fail(ConfigError("chunks need embeddings: pass --embedder or set SURREAL_EVAL_EMBEDDER"))
@@ -210,7 +222,8 @@ def attach(
     index: Annotated[bool, typer.Option("--index", help="Define harness-owned indexes the table lacks (seval_<table>_<field>).")] = False,
     analyzer: AnalyzerOpt = None,
 ) -> None:
-    """Attach a table you already have as a corpus, through its own FULLTEXT and HNSW indexes."""
+    """Attach a table you already have as a corpus, through its own FULLTEXT and HNSW indexes:
+    `attach chunks --content text --embedding vector`."""
     from ..load.attach import attach_table
 
     table_name(table, "table")

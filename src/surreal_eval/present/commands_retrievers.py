@@ -1,4 +1,4 @@
-"""Commands that change the registry of retrievers: retriever add, retriever remove (`retrievers` lists it)."""
+"""The registry of retrievers: retriever list, retriever add, retriever remove."""
 
 from __future__ import annotations
 
@@ -7,11 +7,24 @@ from typing import Annotated, Optional
 import typer
 
 from ..errors import ConfigError
-from .app import JsonOpt, app, fail, out, plain, with_db
+from .app import JsonOpt, app, fail, out, plain, show_rows, with_db
+from .deprecated import alias_command
 
-retriever_app = typer.Typer(help="Add your own retriever (a SurrealQL function, or a fusion of lists) or remove it.",
-                            no_args_is_help=True)
+retriever_app = typer.Typer(help="The retrievers a run evaluates: list them, add your own (a SurrealQL function, or a fusion of lists), "
+                                 "remove it.", no_args_is_help=True)
 app.add_typer(retriever_app, name="retriever")
+
+
+@retriever_app.command("list")
+def retriever_list(as_json: JsonOpt = False) -> None:
+    """List the registry of retrievers: the candidate lists each fuses, how, and which run by default: `retriever list`."""
+    from ..store.registry import registry
+    from . import run_tables as display
+
+    show_rows(registry, as_json, lambda rows: display.show_registry(out, rows))
+
+
+alias_command(app, "retrievers", "retrievers", "retriever list", retriever_list)
 
 
 @retriever_app.command("add")
@@ -35,7 +48,8 @@ def add(
                                           "(--no-default: only when named).")] = True,
     as_json: JsonOpt = False,
 ) -> None:
-    """Register your SurrealQL function (--function) or a fusion of candidate lists (--fuse, --lists) as a retriever."""
+    """Register your SurrealQL function (--function) or a fusion of candidate lists (--fuse, --lists) as a retriever:
+    `retriever add mine --function fn::my_search`."""
     from ..store.user_retrievers import PROBE_K, SHALLOW_K, add_function_retriever, add_fused_retriever
 
     if (function is None) == (fuse is None):
@@ -68,7 +82,7 @@ def add(
 
 @retriever_app.command("remove")
 def remove(name: Annotated[str, typer.Argument(help="A retriever you added.")]) -> None:
-    """Remove a retriever you added (the harness's own stay); the runs that measured it stay in history."""
+    """Remove a retriever you added (the harness's own stay); the runs that measured it stay in history: `retriever remove mine`."""
     from ..store.user_retrievers import remove_retriever
 
     with_db(lambda db: remove_retriever(db, name))

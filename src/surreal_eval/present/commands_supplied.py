@@ -8,35 +8,44 @@ from typing import Annotated, Optional
 import typer
 
 from ..grammar import parse_ks
-from .app import DanglingOpt, GoldenOpt, JsonOpt, JudgmentsOpt, LevelOpt, app, checked, err, out, plain, table_name, with_db
+from .app import CorpusOpt, JsonOpt, KsOpt, NoteOpt, TagOpt, app, checked, err, out, plain, show_rows, table_name, with_db
+from .deprecated import LabelOpt, old_label, old_option, say
+from .option_sets import SCORING, scoring_params, with_options
+
+OLD_NAME = old_option("score", "--name R", "--retriever R")
+old_option("score", "--label TEXT", "--tag NAME or --note TEXT")
 
 
 @app.command()
+@with_options(SCORING)
 def score(
     file: Annotated[Path, typer.Argument(help="A TREC run file (qid Q0 docid rank score tag) or JSONL ({question, ranked}).")],
-    label: Annotated[Optional[str], typer.Option(help="A label for this run in history (default: scored from FILE).")] = None,
-    name: Annotated[Optional[str], typer.Option(help="Retriever name: renames a TREC file's one tag; names JSONL rankings that give no retriever (default: "
-                                                     "supplied).")] = None,
-    corpus: Annotated[Optional[str], typer.Option(help="Corpus table whose records the document ids name (default: the one holding records).")] = None,
+    tag: TagOpt = None,
+    note: NoteOpt = None,
+    label: LabelOpt = None,
+    retriever: Annotated[Optional[str], typer.Option("--retriever", help="The retriever the rankings are recorded as: renames a TREC file's one tag; "
+                                                                         "names JSONL rankings that give no retriever (default: supplied).")] = None,
+    name: Annotated[Optional[str], typer.Option("--name", hidden=True, help="0.1: now --retriever.")] = None,
+    corpus: CorpusOpt = None,
     fmt: Annotated[str, typer.Option("--format", help="auto (a first line starting with { is JSONL), trec or jsonl.")] = "auto",
-    k: Annotated[str, typer.Option("--k", help="Cutoffs, comma-separated.")] = "1,3,5,10",
+    k: KsOpt = "1,3,5,10",
     per_question: Annotated[bool, typer.Option("--per-question", help="Include every question's result.")] = False,
-    golden: GoldenOpt = None,
-    dangling_labels: DanglingOpt = None,
-    judgments: JudgmentsOpt = None,
-    relevance_level: LevelOpt = None,
+    scoring: Optional[dict] = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Record rankings made elsewhere as a run in history, scored like the database's own retrievers."""
-    from . import run_tables as display
+    """Record rankings made elsewhere as a run in history, scored like the database's own retrievers:
+    `score run.trec --retriever mine --tag mine-v1`."""
     from ..runs.score import score_file
+    from . import run_tables as display
 
     ks = checked(lambda: parse_ks(k))
+    tag, note = old_label("score", label, tag, note)
+    if name is not None:
+        say(*OLD_NAME)
+        retriever = retriever or name
     table = table_name(corpus, "--corpus table")
-    report = with_db(lambda db: score_file(db, file, ks=ks, label=label, corpus=table, format=fmt, name=name,
-                                           per_question=per_question, golden=table_name(golden, "--golden table"),
-                                           dangling_labels=dangling_labels, judgments=judgments,
-                                           relevance_level=relevance_level))
+    report = with_db(lambda db: score_file(db, file, ks=ks, label=note, tag=tag, corpus=table, format=fmt, name=retriever,
+                                           per_question=per_question, **scoring_params(scoring)))
     if as_json:
         out.print_json(report.model_dump_json(exclude={"per_question"} if not per_question else None))
         return
@@ -63,7 +72,8 @@ def endpoint_add(
     concurrency: Annotated[int, typer.Option(help="Requests in flight at once.")] = 4,
     retries: Annotated[int, typer.Option(help="Retries of a request that fails to connect, times out, or gets 429 or 5xx.")] = 3,
 ) -> None:
-    """Register a search endpoint the harness calls for every question, the question's text sent as data."""
+    """Register a search endpoint the harness calls for every question, the question's text sent as data:
+    `endpoint add prod --search-url 'http://localhost:9200/search?q={text}&k={k}' --ids 'hits[*].id'`."""
     from ..runs.endpoints import Endpoint, add_endpoint
 
     given = Endpoint(name=name, url=url, post=post, ids=ids, scores=scores, timeout=timeout, concurrency=concurrency,
@@ -74,23 +84,22 @@ def endpoint_add(
 
 @endpoint_app.command("list")
 def endpoint_list(as_json: JsonOpt = False) -> None:
-    """List the registered search endpoints."""
+    """List the registered search endpoints: `endpoint list`."""
     from ..runs.endpoints import endpoints
 
-    rows = with_db(endpoints)
-    if as_json:
-        out.print_json(data=[r.model_dump(mode="json") for r in rows])
-        return
-    for row in rows:
-        how = f"POST {row.post}" if row.post else "GET"
-        plain(out, f"http:{row.name}  {row.url}  {how}  ids {row.ids}" + (f"  scores {row.scores}" if row.scores else ""))
-    if not rows:
-        plain(out, "no endpoint registered: `surreal-eval endpoint add NAME --search-url ... --ids ...`")
+    def show(rows: list) -> None:
+        for row in rows:
+            how = f"POST {row.post}" if row.post else "GET"
+            plain(out, f"http:{row.name}  {row.url}  {how}  ids {row.ids}" + (f"  scores {row.scores}" if row.scores else ""))
+        if not rows:
+            plain(out, "no endpoint registered: `surreal-eval endpoint add NAME --search-url ... --ids ...`")
+
+    show_rows(endpoints, as_json, show)
 
 
 @endpoint_app.command("remove")
 def endpoint_remove(name: Annotated[str, typer.Argument(help="Endpoint name.")]) -> None:
-    """Unregister a search endpoint (the runs that evaluated it keep their rankings)."""
+    """Unregister a search endpoint (the runs that evaluated it keep their rankings): `endpoint remove prod`."""
     from ..runs.endpoints import remove_endpoint
 
     with_db(lambda db: remove_endpoint(db, name))

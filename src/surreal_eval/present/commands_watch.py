@@ -1,4 +1,4 @@
-"""Evaluate after every ingest: `watch` (settings, --drain, --follow), and what a watched load says after its commit."""
+"""Evaluate after every ingest: `watch set|remove|drain|follow`, and what a watched load says after its commit."""
 
 from __future__ import annotations
 
@@ -9,15 +9,43 @@ import typer
 
 from ..errors import ConfigError, IngestEvaluationFailed, on_interrupt
 from ..grammar import check_number, parse_ks
-from .app import DanglingOpt, GoldenOpt, JsonOpt, JudgmentsOpt, LevelOpt, app, checked, err, fail, out, plain, state, with_db
-from .commands_runs import FloorOpt, IdenticalOpt, RetrieversOpt, RrfOpt, _golden, _scoring
+from .app import JsonOpt, OptionalKsOpt, app, checked, err, fail, out, plain, state, with_db
+from .commands_runs import FloorOpt, RetrieversOpt, RrfOpt, Scoring
+from .deprecated import LegacyGroup, legacy_group
+from .option_sets import SCORING, scoring_params, with_options
 from .progress import Progress
 
 if TYPE_CHECKING:
     from ..runs.watch import DrainReport, IngestRun
     from ..store.connection import Database
 
-__all__ = ["after_ingest", "watch"]
+__all__ = ["after_ingest", "watch_set", "watch_remove", "watch_drain", "watch_follow"]
+
+_MODES = {"--off": "remove", "--drain": "drain", "--follow": "follow"}
+
+
+@legacy_group
+class WatchGroup(LegacyGroup):
+    """`watch`: 0.1's `watch [settings]`, `watch --off`, `watch --drain` and `watch --follow` still read."""
+
+    spellings = (("watch [settings]", "watch set [settings]"), ("watch --off", "watch remove"), ("watch --drain", "watch drain"),
+                 ("watch --follow", "watch follow"))
+
+    def translate(self, args):  # type: ignore[no-untyped-def]
+        if not args:  # `watch` alone shows the group's help (0.1 turned watching on with its defaults)
+            return None
+        modes = [a for a in args if a in _MODES]
+        if len(modes) > 1 or (modes and any(a.startswith("--") and a.split("=", 1)[0] not in (*_MODES, "--every", "--json", "--help") for a in args)):
+            fail(ConfigError("watch takes settings (--k, --retriever, --full, ...), or one of --off, --drain, --follow"))
+        if modes:
+            verb = _MODES[modes[0]]
+            return [verb, *(a for a in args if a != modes[0])], f"watch {modes[0]}", f"watch {verb}"
+        return ["set", *args], "watch [settings]", "watch set [settings]"
+
+
+watch_app = typer.Typer(cls=WatchGroup, help="Evaluate after every ingest, never inside it: set what to evaluate, remove it, or evaluate what "
+                                             "is pending (drain, follow).", no_args_is_help=True)
+app.add_typer(watch_app, name="watch")
 
 
 def _said(done: IngestRun) -> str:
@@ -82,7 +110,7 @@ def after_ingest(ingest: str | None) -> None:
             return None
         if not db.settings.is_embedded:
             plain(out, f"recorded {ingest}: the server evaluates it after the commit (its ASYNC event); "
-                       "`surreal-eval history` shows the run, `surreal-eval watch --drain` evaluates what is still pending")
+                       "`surreal-eval runs list` shows the run, `surreal-eval watch drain` evaluates what is still pending")
             return None
         plain(err, f"evaluating after the ingest {ingest} (surreal-eval watch) ...")
         progress = Progress()
@@ -99,59 +127,60 @@ def after_ingest(ingest: str | None) -> None:
                                     f"the records are kept): {report.failed[0].error}"))
 
 
-@app.command()
-def watch(
-    k: Annotated[Optional[str], typer.Option("--k", help="Cutoffs to evaluate after each ingest (default 1,3,5,10).")] = None,
+@watch_app.command("set")
+@with_options(SCORING)
+def watch_set(
+    k: OptionalKsOpt = None,
     retriever: RetrieversOpt = None,
     floor: FloorOpt = None,
     rrf_k: RrfOpt = None,
-    relevance_level: LevelOpt = None,
-    ignore_identical_ids: IdenticalOpt = False,
-    golden: GoldenOpt = None,
-    dangling_labels: DanglingOpt = None,
-    judgments: JudgmentsOpt = None,
+    scoring: Scoring = None,
     full: Annotated[bool, typer.Option("--full", help="Retrieve every list anew after each ingest instead of recomputing only what it changed.")] = False,
     verify_every: Annotated[Optional[int], typer.Option("--verify-every", help="Make every Nth after-ingest run retrieve every list anew and record whether "
                                                                                "the kept lists agreed.")] = None,
-    off: Annotated[bool, typer.Option("--off", help="Stop evaluating after ingests.")] = False,
-    drain: Annotated[bool, typer.Option("--drain", help="Evaluate every pending ingest now, then exit (0: all recorded; 6: an evaluation failed, recorded on "
-                                                        "its ingest).")] = False,
-    follow: Annotated[bool, typer.Option("--follow", help="Keep evaluating pending ingests as they come, until Ctrl-C (a long-lived worker).")] = False,
-    every: Annotated[float, typer.Option("--every", help="With --follow: seconds between two looks for pending ingests.")] = 2.0,
-    as_json: JsonOpt = False,
 ) -> None:
-    """Evaluate after every ingest, never inside it: set what to evaluate (each `load corpus`, or a writer's
-    `CREATE seval_ingest`, is then evaluated after its commit), or evaluate what is pending (--drain, --follow)."""
-    settings_given = any(v not in (None, False) for v in (k, retriever, floor, rrf_k, relevance_level, ignore_identical_ids, golden,
-                                                          dangling_labels, judgments, full, verify_every))
-    if sum((off, drain, follow)) > 1 or (settings_given and (off or drain or follow)):
-        fail(ConfigError("watch takes settings (--k, --retriever, --full, ...), or one of --off, --drain, --follow"))
-    if drain or follow:
-        if follow:
-            checked(lambda: check_number("every", every, option="--every"))
-        _drain(follow=follow, every=every, as_json=as_json)
-        return
-    if off:
-        from ..runs.watch import clear_watch
-
-        with_db(clear_watch)
-        plain(out, "ingests no longer evaluate")
-        return
+    """Set what to evaluate after every ingest, never inside it (default k 1,3,5,10): each `load corpus`, or a writer's
+    `CREATE seval_ingest`, is then evaluated after its commit: `watch set --k 1,5,10`."""
     from ..runs.watch import set_watch
 
     ks = checked(lambda: parse_ks(k or "1,3,5,10"))
     with_db(lambda db: set_watch(db, ks=ks, retrievers=retriever, full=full, verify_every=verify_every,
-                                 params={"floor": floor, "rrf_k": rrf_k, **_scoring(relevance_level, ignore_identical_ids),
-                                         **_golden(golden, dangling_labels, judgments)}))
+                                 params={"floor": floor, "rrf_k": rrf_k, **scoring_params(scoring)}))
     how = "retrieving every list anew" if full else "recomputing only what each ingest changed"
     verified = f", every {verify_every}th run verified against lists fetched anew" if verify_every else ""
     plain(out, f"every ingest now records a run at k = {', '.join(map(str, ks))}, {how}{verified}"
                + ("" if not state.settings.is_embedded else
-                  " (this store is embedded: loads evaluate after their commit; other writers' ingests wait for `surreal-eval watch --drain`)"))
+                  " (this store is embedded: loads evaluate after their commit; other writers' ingests wait for `surreal-eval watch drain`)"))
+
+
+@watch_app.command("remove")
+def watch_remove() -> None:
+    """Stop evaluating after ingests (the runs stay in history): `watch remove`."""
+    from ..runs.watch import clear_watch
+
+    with_db(clear_watch)
+    plain(out, "ingests no longer evaluate")
+
+
+@watch_app.command("drain")
+def watch_drain(as_json: JsonOpt = False) -> None:
+    """Evaluate every pending ingest now, in order, then exit (0: all recorded; 6: an evaluation failed, recorded on its
+    ingest): `watch drain`."""
+    _drain(follow=False, every=0, as_json=as_json)
+
+
+@watch_app.command("follow")
+def watch_follow(
+    every: Annotated[float, typer.Option("--every", help="Seconds between two looks for pending ingests.")] = 2.0,
+    as_json: JsonOpt = False,
+) -> None:
+    """Keep evaluating pending ingests as they come, until Ctrl-C (a long-lived worker): `watch follow --every 5`."""
+    checked(lambda: check_number("every", every, option="--every"))
+    _drain(follow=True, every=every, as_json=as_json)
 
 
 def _drain(*, follow: bool, every: float, as_json: bool) -> None:
-    """`watch --drain` / `--follow`: evaluate what is pending (and, following, what comes), print each, exit 6 on a failure."""
+    """`watch drain` / `watch follow`: evaluate what is pending (and, following, what comes), print each, exit 6 on a failure."""
     from ..runs.watch import drain_ingests
 
     failed: list = []
@@ -165,7 +194,7 @@ def _drain(*, follow: bool, every: float, as_json: bool) -> None:
         if as_json:
             out.print(json.dumps(report.model_dump(mode="json")), markup=False, highlight=False, soft_wrap=True)
         elif not report.watched:
-            plain(out, "nothing is watched: `surreal-eval watch --k 1,5,10` first (pending ingests stay pending)")
+            plain(out, "nothing is watched: `surreal-eval watch set --k 1,5,10` first (pending ingests stay pending)")
         elif report.evaluated or not follow:
             _show_drain(db, report)
             if not report.evaluated:

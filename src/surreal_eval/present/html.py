@@ -44,8 +44,8 @@ from ..grammar import MetricSpec
 from ..models import RunReport
 from ..stats import format_p
 from ..store.connection import Database
-from .source_tables import delta_cell, headline_lines, mean_cell, mixed, mixed_note, source_grid
 from .figures import escape, matrix_figure, run_name, short_id, slice_figure, slice_value, trend_figure
+from .source_tables import delta_cell, headline_lines, mean_cell, mixed, mixed_note, source_grid
 
 __all__ = ["render_report", "write_report"]
 

@@ -10,13 +10,13 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from ..analysis.sources import SourceMean
 from ..errors import one_line
 from ..models import RunReport, RunSummary
 from ..runs.diagnose import Diagnosis
 from ..store.migrate_prefix import MigrationReport
-from ..store.registry import Retriever
 from ..store.record_ids import record_str
-from ..analysis.sources import SourceMean
+from ..store.registry import Retriever
 from .fit_tables import Column, print_table
 from .source_tables import mixed, show_headline
 
@@ -229,7 +229,7 @@ def show_history(console: Console, runs: list[RunSummary], metric: str, k: int |
         title = f"history: {metric}@{depths[0] if depths else 'deepest k'} per retriever (each run's deepest k)"
     else:
         title = f"history: {metric}@{k} per retriever"
-    columns = [Column("run", key=True), Column("tags"), Column("time", stack=True), Column("label"), Column("questions"),
+    columns = [Column("run", key=True), Column("tags"), Column("time", stack=True), Column("note"), Column("questions"),
                *([Column("k", "right", key=True)] if by_row else []), *(Column(_plain(name), "right") for name in retrievers)]
     rows = []
     for run, row in zip(runs, figures, strict=True):
@@ -252,7 +252,7 @@ def show_history(console: Console, runs: list[RunSummary], metric: str, k: int |
         if ingest.state == "failed":
             console.print(f"{ingest.ingest} failed: {ingest.error}", markup=False, highlight=False, soft_wrap=True)
     if any(i.state != "failed" for i in ingests or []):
-        console.print("pending ingests are evaluated by the server's event, a watched load, or `surreal-eval watch --drain`")
+        console.print("pending ingests are evaluated by the server's event, a watched load, or `surreal-eval watch drain`")
 
 
 def show_registry(console: Console, rows: list[Retriever]) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from ..store.opening import connected
 from .evaluate import evaluate
-from ..load.lesson import import_seed
+from ..golden.lesson import import_seed
 from ..store.schema import DEMO_DIMENSION, HarnessConfig, import_harness
 from ..models import RunReport
 from ..store.settings import Settings

@@ -134,9 +134,9 @@ def checked_endpoint(endpoint: Endpoint) -> Endpoint:
 def add_endpoint(db: Database, endpoint: Endpoint) -> Endpoint:
     """Register `endpoint` (checked first); a name already registered is refused."""
     endpoint = checked_endpoint(endpoint)
-    if db.value("RETURN record::exists(type::record('seval_endpoint', $name))", {"name": endpoint.name}):
+    if db.value("RETURN fn::seval::is_endpoint($name)", {"name": endpoint.name}):
         raise InputError(f"endpoint {endpoint.name} is already registered: `surreal-eval endpoint remove {endpoint.name}` first")
-    created = db.value("CREATE type::record('seval_endpoint', $name) CONTENT $row RETURN VALUE id",
+    created = db.value("RETURN fn::seval::add_endpoint($name, $row)",
                        {"name": endpoint.name, "row": endpoint.model_dump(exclude={"name"}, exclude_none=True)})
     if not created:  # the table's permissions let a record user (an evaluator) create nothing, silently
         raise PermissionDenied(_OWNERS_ONLY)
@@ -145,16 +145,15 @@ def add_endpoint(db: Database, endpoint: Endpoint) -> Endpoint:
 
 def endpoints(db: Database) -> list[Endpoint]:
     """Every registered endpoint, in name order."""
-    rows = db.value("SELECT *, record::id(id) AS name OMIT id FROM seval_endpoint ORDER BY name")
+    rows = db.value("RETURN fn::seval::endpoints()")
     return [Endpoint(**{k: v for k, v in row.items() if v is not None}) for row in rows]
 
 
 def remove_endpoint(db: Database, name: str) -> None:
     """Unregister endpoint `name` (runs that evaluated it keep their rankings)."""
-    if not db.value("RETURN record::exists(type::record('seval_endpoint', $name))", {"name": name}):
+    if not db.value("RETURN fn::seval::is_endpoint($name)", {"name": name}):
         raise NotFound(f"no endpoint {name}: `surreal-eval endpoint list` lists them")
-    db.query("DELETE type::record('seval_endpoint', $name)", {"name": name})
-    if db.value("RETURN record::exists(type::record('seval_endpoint', $name))", {"name": name}):
+    if not db.value("RETURN fn::seval::remove_endpoint($name)", {"name": name}):
         raise PermissionDenied(_OWNERS_ONLY)
 
 
@@ -164,7 +163,7 @@ def split_endpoints(db: Database, names: list[str] | None) -> tuple[list[str] | 
     if not names:
         return names, []
     wanted = [n.strip() for name in names for n in name.split(",") if n.strip()]
-    if not any(n.startswith(PREFIX) for n in wanted) and not db.value("RETURN count(SELECT id FROM seval_endpoint LIMIT 1)"):
+    if not any(n.startswith(PREFIX) for n in wanted) and not db.value("RETURN fn::seval::any_endpoint()"):
         return names, []
     registered = set(db.value("RETURN fn::seval::endpoint_names()"))
     retrievers = set(db.value("RETURN fn::seval::retriever_names()"))

@@ -8,7 +8,7 @@ import subprocess
 from typing import Any, Callable, Sequence
 
 
-from ..errors import EngineCheckFailed, on_interrupt
+from ..errors import ConfigError, EngineCheckFailed, on_interrupt
 from ..store.connection import Database, record_str
 from ..store.record_ids import to_record
 from ..store.golden import golden_rows, golden_set
@@ -19,6 +19,8 @@ from .record import load_run, report_from_row
 from .endpoints import endpoint_rankings, split_endpoints
 from .rerank import SUFFIX, Rerank, check_rerank, rerank_stage
 from .supplied import Supplied, check_corpus
+from .tags import check_can_tag, tag_run
+from ..golden.labels import who
 
 __all__ = ["CONCURRENCY", "BATCH", "evaluate"]
 
@@ -39,6 +41,7 @@ def evaluate(
     ks: Sequence[int] = DEFAULT_KS,
     retrievers: list[str] | None = None,
     label: str | None = None,
+    tag: str | None = None,
     params: dict[str, Any] | None = None,
     per_question: bool = False,
     intervals: bool = True,
@@ -80,6 +83,8 @@ def evaluate(
     `ingests` names the ingests (seval_ingest ids) the run is made after (runs/watch.py); `keep_lists=False`
     stores no list it fetched (a fresh run beside an incremental chain, leaving the chain's lists as they
     were); `verify` (with `fresh`) compares every kept list with the list fetched (`watch --verify-every`).
+    `label` is free text kept with the run (`--note`); `tag` names the run once recorded, moving the tag as
+    `tag_run` does (checked before anything is evaluated).
     """
     run: Any = None  # the run, once started (what an interruption says it kept: _interrupted)
     with on_interrupt(lambda: _interrupted(db, run)):
@@ -87,6 +92,10 @@ def evaluate(
         for k in ks:
             check_number("k", k, option="every k")
         given = check_params({k: v for k, v in (params or {}).items() if v is not None})
+        if tag is not None:
+            if not record:
+                raise ConfigError("--tag names a recorded run: it cannot go with --no-record")
+            check_can_tag(db, tag)
         if rerank:
             check_rerank(rerank, ks)
         retrievers, endpoint_names = split_endpoints(db, retrievers)
@@ -140,6 +149,8 @@ def evaluate(
                 db.value("RETURN fn::seval::discard_run($run)", {"run": run})
                 return report.model_copy(update={"recorded": False})
             db.value("RETURN fn::seval::finish_run($run)", {"run": run})
+            if tag is not None:
+                tag_run(db, run, tag, by=who())
         except BaseException:
             try:  # leave nothing of a failed run behind (a killed process leaves it unfinished: invisible)
                 db.value("RETURN fn::seval::discard_run($run)", {"run": run})
@@ -156,8 +167,7 @@ def _interrupted(db: Database, run: Any) -> str:
     finished batches fetched (the run itself was discarded, or is unfinished: in no history either way)."""
     if run is not None and db.value("RETURN fn::seval::is_finished_run($run)", {"run": run}):
         return f"run {record_str(run)} was recorded (it had finished)"
-    kept = 0 if run is None else db.value(
-        "RETURN (SELECT count() AS n FROM seval_candidate_cache WHERE run = $run GROUP ALL)[0].n ?? 0", {"run": run})
+    kept = 0 if run is None else db.value("RETURN fn::seval::lists_fetched_by($run)", {"run": run})
     return "no run was recorded (history is as it was)" + (
         f"; the {kept} candidate lists it had fetched stay cached, and the next run on the same inputs reads them" if kept else "")
 
@@ -168,8 +178,7 @@ def _from_endpoints(db: Database, names: list[str], ks: list[int], given: dict[s
     questions = golden_rows(db, golden_set(db, given.get("golden")), split=given.get("split"))
     depth = max(given.get("depth") or 0, *ks)
     return Supplied(endpoint_rankings(db, names, questions=questions, k=depth, corpus=corpus),
-                    {"endpoints": {name: db.value("SELECT VALUE url FROM ONLY type::record('seval_endpoint', $n)",
-                                                  {"n": name}).split("?", 1)[0] for name in names}})
+                    {"endpoints": {name: db.value("RETURN fn::seval::endpoint_url($n)", {"n": name}).split("?", 1)[0] for name in names}})
 
 
 def git_commit() -> str | None:

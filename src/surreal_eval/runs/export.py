@@ -73,6 +73,11 @@ def trec_run_file(db: Database, run: str | RecordID, *, retrievers: list[str] | 
     if scores not in {"rank", "raw"}:
         raise InputError(f"--scores must be rank or raw, got {scores!r}")
     run_id = _require_run(db, run)
+    if retrievers:
+        measured = db.value("RETURN fn::seval::run_settings($run)", {"run": run_id})["retrievers"]
+        unknown = [name for name in retrievers if name not in measured]
+        if unknown:
+            raise InputError(f"run {record_str(run_id)} measured no retriever {', '.join(unknown)}: it measured {', '.join(measured)}")
     lines, lowered = [], 0
     for row in db.value("RETURN fn::seval::run_rankings($run, $names)", {"run": run_id, "names": retrievers}):
         qid = _trec_id(row["question"])

@@ -44,7 +44,7 @@ def shown(run: RunSummary, metric: str, k: int | None = None) -> list[ShownFigur
 
 
 class IngestEntry(BaseModel):
-    """An ingest no run settled: `pending` (its evaluation has not run: `surreal-eval watch --drain`), `running`, or
+    """An ingest no run settled: `pending` (its evaluation has not run: `surreal-eval watch drain`), `running`, or
     `failed` with `error`, the one line the command line printed (surql/watch.surql)."""
 
     ingest: str

@@ -1,59 +1,28 @@
-"""The run record: resolving a run's name (`seval_run:x`, `x`, `latest`, `previous`, a tag), ordering its
-rows, and loading a finished run back as a RunReport with intervals and per-question results."""
+"""The run record: ordering its rows, and loading a finished run back as a RunReport with intervals and
+per-question results (a run's name is resolved by store/run_refs.py, re-exported here)."""
 
 from __future__ import annotations
 
-import re
 from typing import Any
 from datetime import datetime
 
 import numpy as np
 from surrealdb import RecordID
 
-from ..errors import ConfigError, NotFound
+from ..errors import NotFound
 from ..grammar import METRICS
 from ..models import AnnRow, Bounds, EngineCheck, MetricRow, QuestionResult, RunReport, SweepRow
 from ..stats import confidence_intervals, resolution, sample_warning
-from ..store.connection import Database, record_str, to_record
+from ..store.connection import Database, record_str
+from ..store.run_refs import TAG_PATTERN, resolve_run
 
 __all__ = ["run_fields", "run_order", "run_metrics", "ordered", "resolve_run", "run_before", "load_run", "load_for_comparison",
            "report_from_row", "TAG_PATTERN"]
-
-#: What a tag's name looks like (`surreal-eval tag RUN NAME`): a name a run reference can never be confused with.
-TAG_PATTERN = re.compile(r"[A-Za-z][A-Za-z0-9_.-]{0,63}")
 
 def run_order(retrievers: list[str]):
     """Sort key for rows with `retriever` and `k`: report order of retrievers, then k."""
     position = {name: i for i, name in enumerate(retrievers)}
     return lambda row: (position.get(row["retriever"], len(position)), row.get("floor") or 0, row["k"])
-
-
-def resolve_run(db: Database, ref: str | RecordID) -> RecordID:
-    """The finished run `ref` names: `seval_run:x` or `x`, `latest` (the newest finished run),
-    `previous` (the one before it) or a tag (`surreal-eval tag`). NotFound when there is no such run."""
-    if isinstance(ref, str) and ref.strip() in {"latest", "previous"}:
-        wanted = 1 if ref.strip() == "latest" else 2
-        rows = db.value("RETURN fn::seval::latest_finished_runs($n)", {"n": wanted})
-        if len(rows) < wanted:
-            raise NotFound(
-                "no finished run yet: `surreal-eval evaluate` records one"
-                if not rows
-                else f"no run before the latest ({record_str(rows[0]['id'])}): `previous` needs two finished runs"
-            )
-        return rows[-1]["id"]
-    if isinstance(ref, str) and not ref.strip():
-        raise ConfigError("empty run id: pass seval_run:ID, ID, latest, previous or a tag")
-    if isinstance(ref, str) and TAG_PATTERN.fullmatch(ref.strip()):
-        tagged = db.value("RETURN fn::seval::tagged_run($name)", {"name": ref.strip()})
-        if tagged is not None:
-            if not db.value("RETURN fn::seval::is_finished_run($run)", {"run": tagged}):
-                raise NotFound(f"tag {ref.strip()} names {record_str(tagged)}, which is no finished run")
-            return tagged
-    run_id = to_record(ref.strip() if isinstance(ref, str) else ref, "seval_run")
-    if not db.value("RETURN fn::seval::is_finished_run($run)", {"run": run_id}):
-        tag = f" and no tag {ref.strip()}" if isinstance(ref, str) and TAG_PATTERN.fullmatch(ref.strip()) else ""
-        raise NotFound(f"no finished run {record_str(run_id)}{tag}: `surreal-eval history` lists the runs and their tags")
-    return run_id
 
 
 def run_before(db: Database, run: RecordID, created_at: datetime) -> RecordID:
@@ -105,9 +74,9 @@ def load_run(
     run_id = run if isinstance(run, RecordID) else resolve_run(db, run)
     row = db.value("RETURN fn::seval::finished_run($run)", {"run": run_id})
     if not row:
-        raise NotFound(f"no finished run {record_str(run_id)}: `surreal-eval history` lists the runs")
+        raise NotFound(f"no finished run {record_str(run_id)}: `surreal-eval runs list` lists the runs")
     report = report_from_row(db, run_id, row, per_question=per_question, intervals=intervals, questions=questions)
-    report.tags = db.value("SELECT VALUE name FROM fn::seval::tags() WHERE run = $run", {"run": run_id})
+    report.tags = db.value("RETURN fn::seval::run_tags($run)", {"run": run_id})
     return report
 
 

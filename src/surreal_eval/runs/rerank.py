@@ -130,7 +130,7 @@ def rerank_stage(db: Database, rerank: Rerank, *, names: list[str], supplied: Su
         lists += [(name, qid, hits) for name, hits in stage["rankings"].items()]
         for name, by_question in (supplied.rankings if supplied else {}).items():
             hits = by_question.get(qid, [])[: rerank.depth]
-            found = db.value("RETURN $ids.map(|$r| fn::seval::record_text($r))", {"ids": [h["id"] for h in hits]}) if hits else []
+            found = db.value("RETURN fn::seval::record_texts($ids)", {"ids": [h["id"] for h in hits]}) if hits else []
             lists.append((name, qid, [{**h, "text": t} for h, t in zip(hits, found)]))
     items = [(f"{qid} ({name})", texts[qid], [h["text"] for h in hits]) for name, qid, hits in lists]
     scores = (_local if rerank.target.startswith(LOCAL) else _http)(rerank, items)

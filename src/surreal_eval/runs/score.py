@@ -30,10 +30,10 @@ def records_of(db: Database, rankings: list[Ranked], *, corpus: str, source: str
     checked to be in the golden set (`golden`, else the default one) and each document in `corpus`:
     the first unknown is refused with its line, and how many others there are."""
     golden = golden or golden_set(db)
-    sweeps = set(db.value("SELECT VALUE sweep FROM seval_retriever WHERE sweep != NONE"))
+    sweeps = set(db.value("RETURN fn::seval::sweep_names()"))
     clash = next((r for r in rankings if r.retriever in sweeps), None)
     if clash:
-        raise InputError(f"retriever name {clash.retriever!r} is the name of a floor sweep: rename it (--name)",
+        raise InputError(f"retriever name {clash.retriever!r} is the name of a floor sweep: rename it (--retriever)",
                          source=source, line=clash.line)
     known = {record_str(q["id"]) for q in golden_rows(db, golden)}
     unknown = [r for r in rankings if record_str(question_id(r.question, golden)) not in known]
@@ -67,6 +67,7 @@ def score_file(
     *,
     ks: list[int],
     label: str | None = None,
+    tag: str | None = None,
     corpus: str | None = None,
     format: RunFileFormat = "auto",
     name: str | None = None,
@@ -75,10 +76,12 @@ def score_file(
     dangling_labels: str | None = None,
     judgments: str | None = None,
     relevance_level: int | None = None,
+    ignore_identical_ids: bool | None = None,
 ) -> RunReport:
     """Record the rankings of run file `path` as a run (every metric at every k of `ks`) of the questions
     of golden set `golden` (else the default one), on its `judgments` (human, human+model), binary metrics
-    counting a label from grade `relevance_level` (trec_eval -l), return its report."""
+    counting a label from grade `relevance_level` (trec_eval -l; `ignore_identical_ids`: BEIR's rule, a record whose key is
+    the question's own is dropped first), return its report."""
     fmt, rankings = read_run_file(path, format=format, name=name)
     if not rankings:
         raise InputError("the run file ranks nothing", source=str(path))
@@ -86,6 +89,7 @@ def score_file(
     chosen = golden_set(db, golden)
     supplied = records_of(db, rankings, corpus=table, source=str(path), golden=chosen)
     record = {"source": path.name, "format": fmt, "absent": absent_counts(db, supplied, chosen)}
-    return evaluate(db, ks=ks, label=label or f"scored from {path.name}", params={"corpus": table, "golden": chosen.name, "dangling_labels": dangling_labels,
-                                                                                   "judgments": judgments, "relevance_level": relevance_level},
+    params = {"corpus": table, "golden": chosen.name, "dangling_labels": dangling_labels, "judgments": judgments, "relevance_level": relevance_level,
+              "ignore_identical_ids": ignore_identical_ids}
+    return evaluate(db, ks=ks, label=label or f"scored from {path.name}", tag=tag, params=params,
                     per_question=per_question, trigger="score", supplied=Supplied(supplied, record))

@@ -47,7 +47,7 @@ def missing_records(db: Database, ids: list[RecordID]) -> set[str]:
     """`table:id` of every record of `ids` that does not exist."""
     gone: set[str] = set()
     for start in range(0, len(ids), _CHUNK):
-        found = db.value("RETURN $ids.filter(|$r| !record::exists($r))", {"ids": ids[start : start + _CHUNK]})
+        found = db.value("RETURN fn::seval::missing_records($ids)", {"ids": ids[start : start + _CHUNK]})
         gone |= {record_str(r) for r in found}
     return gone
 

@@ -82,22 +82,19 @@ def set_watch(db: Database, *, ks: list[int], retrievers: list[str] | None = Non
     given = check_params({k: v for k, v in (params or {}).items() if v is not None})
     p = db.value("RETURN fn::seval::run_params($ks, $given)", {"ks": ks, "given": given})  # refuses bad values now
     given["golden"] = p["golden"]  # chosen now: an ingest never has to choose among golden sets
-    db.query(
-        "UPSERT seval_watch:current CONTENT { ks: $ks, retrievers: $names, params: $given, full: $full, "
-        "verify_every: $every, since_verified: 0 } RETURN NONE",
-        {"ks": ks, "names": resolve_retrievers(db, retrievers, given.get("corpus")), "given": given, "full": full, "every": verify_every},
-    )
+    db.value("RETURN fn::seval::set_watch($ks, $names, $given, $full, $every)",
+             {"ks": ks, "names": resolve_retrievers(db, retrievers, given.get("corpus")), "given": given, "full": full, "every": verify_every})
 
 
 def clear_watch(db: Database) -> None:
     """Stop evaluating after ingests (ingests recorded from now on are `unwatched`; pending ones stay pending)."""
-    require_owner(db, "watch --off changes what is evaluated after every ingest")
-    db.query("DELETE seval_watch:current")
+    require_owner(db, "watch remove changes what is evaluated after every ingest")
+    db.value("RETURN fn::seval::clear_watch()")
 
 
 def get_watch(db: Database) -> dict[str, Any] | None:
     """The watched evaluation settings {ks, retrievers, params, full, verify_every}, or None."""
-    return db.value("SELECT ks, retrievers, params, full, verify_every FROM ONLY seval_watch:current")
+    return db.value("RETURN fn::seval::watch_settings()")
 
 
 def drain_ingests(db: Database, *, progress: Callable[[int, int], None] | None = None,
@@ -109,8 +106,8 @@ def drain_ingests(db: Database, *, progress: Callable[[int, int], None] | None =
     each run starts. Interrupted (Ctrl-C), the ingests not yet settled are pending again."""
     from .evaluate import evaluate
 
-    require_owner(db, "watch --drain records the state of each ingest")
-    watch = db.value("SELECT * FROM ONLY seval_watch:current")
+    require_owner(db, "watch drain records the state of each ingest")
+    watch = db.value("RETURN fn::seval::current_watch()")
     if watch is None:
         return DrainReport(watched=False)
     stale = STALE_EMBEDDED if db.settings.is_embedded else STALE_SERVER
@@ -127,7 +124,7 @@ def drain_ingests(db: Database, *, progress: Callable[[int, int], None] | None =
         db.value("RETURN fn::seval::release_ingests($ids)", {"ids": unsettled})
         one = len(unsettled) == 1
         return (f"{len(unsettled)} ingest{'' if one else 's'} not yet evaluated {'is' if one else 'are'} pending again "
-                f"(surreal-eval watch --drain takes {'it' if one else 'them'})")
+                f"(surreal-eval watch drain takes {'it' if one else 'them'})")
 
     with on_interrupt(release):
         for corpus, rows in groups.items():
@@ -148,7 +145,7 @@ def drain_ingests(db: Database, *, progress: Callable[[int, int], None] | None =
                 db.value("RETURN fn::seval::settle_ingests($ids, NONE, $error)", {"ids": ids, "error": done.error})
             else:
                 done.run, done.retrieval = run.run, run.retrieval
-                row = db.value("SELECT since, verification FROM ONLY $r", {"r": to_record(run.run, "seval_run")}) or {}
+                row = db.value("RETURN fn::seval::run_origin($r)", {"r": to_record(run.run, "seval_run")}) or {}
                 done.since, done.verification = plain_ids(row.get("since")), row.get("verification")
                 db.value("RETURN fn::seval::settle_ingests($ids, $run, NONE)", {"ids": ids, "run": to_record(run.run, "seval_run")})
             unsettled[:] = [i for i in unsettled if i not in ids]

@@ -13,7 +13,7 @@ def make_strict(db: Database) -> None:
     """Put the database in strict mode: a table must be defined before anyone can write to it.
 
     Without it a record user's CREATE, INSERT, UPSERT or RELATE on an unknown name defines that
-    table (PERMISSIONS NONE), and the owner's later `load corpus --table NAME` is refused.
+    table (PERMISSIONS NONE), and the owner's later `load corpus --corpus NAME` is refused.
     """
     name = db.settings.database
     try:
@@ -43,5 +43,5 @@ def revoke_evaluator(db: Database, name: str) -> None:
 def require_owner(db: Database, doing: str) -> None:
     """Refuse (PermissionDenied, exit 5) a record user, the evaluator account, before anything is written:
     `doing` says what the command writes, e.g. "golden judge writes model judgments"."""
-    if db.value("RETURN $auth != NONE"):
+    if db.value("RETURN fn::seval::signed_in_as_evaluator()"):
         raise PermissionDenied(f"{doing}: an evaluator account may not; sign in as an owner to do it")

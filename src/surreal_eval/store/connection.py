@@ -92,8 +92,8 @@ def translate(error: SurrealError, settings: Settings | None = None) -> Exceptio
     missing = _MISSING.search(message)
     if missing:
         return ConfigError(
-            f"{where} has no surreal-eval harness ({missing[0]}): run `surreal-eval init` first, "
-            "or check --url, --ns and --db"
+            f"{where} has no surreal-eval harness, or one older than this surreal-eval ({missing[0]}): run `surreal-eval init` "
+            "(again after an upgrade: it adds what is new and keeps your data), or check --url, --ns and --db"
         )
     if isinstance(error, ThrownError):
         thrown = message.removeprefix(_THROWN_PREFIX)

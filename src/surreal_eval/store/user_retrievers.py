@@ -74,7 +74,7 @@ def _new_name(db: Database, name: str) -> str:
     name = identifier(name, what="retriever name")
     if name in _taken_names(db):
         raise InputError(f"retriever name {name} is taken (a retriever, sweep or candidate list of that name exists): "
-                         f"choose another (`surreal-eval retrievers` lists them)")
+                         f"choose another (`surreal-eval retriever list` lists them)")
     return name
 
 
@@ -174,7 +174,7 @@ def remove_retriever(db: Database, name: str) -> None:
     """Remove user retriever `name` (never a harness row, a list another retriever fuses, or one being watched)."""
     rows = {r.name: r for r in registry(db)}
     if name not in rows:
-        raise InputError(f"no retriever {name}: `surreal-eval retrievers` lists them")
+        raise InputError(f"no retriever {name}: `surreal-eval retriever list` lists them")
     if rows[name].harness:
         raise InputError(f"retriever {name} is the harness's own: remove takes a retriever you added")
     users = [r.name for r in rows.values() if r.name != name and name in r.lists]

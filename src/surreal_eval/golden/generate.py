@@ -7,7 +7,7 @@
 2. Ask the chat model, one request per record, with the prompt template (the package's
    prompts/question.txt unless replaced) filled with {title}, {passage} (at most PASSAGE_CHARS characters)
    and {language}.
-3. Read each answer (load/wording.py): dropped and counted, never stored: an empty answer, one with no
+3. Read each answer (golden/wording.py): dropped and counted, never stored: an empty answer, one with no
    line ending in `?` (not a question: an answer or a statement instead), a question that does not look
    English when `language` is `en`, and, with `max_overlap` and not `flag_overlap`, a question whose
    lexical overlap with its passage is above it (a copy). With `flag_overlap`, those are kept and flagged.
@@ -21,7 +21,6 @@ from __future__ import annotations
 import hashlib
 import random
 from collections import Counter
-from importlib import resources
 from typing import Any, Optional
 
 from pydantic import BaseModel
@@ -30,7 +29,8 @@ from ..errors import ConfigError, InputError, on_interrupt
 from ..store.access import require_owner
 from ..store.connection import Database, record_str
 from .chat import OpenAIChat
-from .embedding import Embedder
+from .prompts import fill, require, shipped
+from ..load.embedding import Embedder
 from .labels import who
 from .wording import looks_english, overlap, question_in, words
 
@@ -66,14 +66,7 @@ class GenerateReport(BaseModel):
 
 def default_prompt() -> str:
     """The prompt template shipped with the package (prompts/question.txt)."""
-    return resources.files("surreal_eval").joinpath("prompts/question.txt").read_text(encoding="utf-8")
-
-
-def _fill(template: str, values: dict[str, str]) -> str:
-    """`template` with each {name} of `values` replaced, in one pass (a passage holding "{title}" stays as it is)."""
-    import re
-
-    return re.sub(r"\{(title|passage|language)\}", lambda m: values[m[1]], template)
+    return shipped("question")
 
 
 def _strata(passages: list[dict[str, Any]], by_field: bool) -> list[str]:
@@ -122,9 +115,7 @@ def generate_questions(db: Database, chat: OpenAIChat, embedder: Embedder | None
         raise InputError("--flag-overlap flags the questions above --max-overlap: give --max-overlap too")
     if embedder is None:
         raise ConfigError("golden generate embeds the questions it writes: give --embedder or set SURREAL_EVAL_EMBEDDER")
-    template = default_prompt() if prompt is None else prompt
-    if "{passage}" not in template:
-        raise InputError("the prompt must hold {passage}, where the record's text goes")
+    template = require(default_prompt() if prompt is None else prompt, {"passage": "the record's text"})
     digest = hashlib.sha256(template.encode("utf-8")).hexdigest()
     corpus = corpus or db.value("RETURN fn::seval::default_corpus()")
     passages = db.value("RETURN fn::seval::passages($c, fn::seval::generation_sources($c), $f)",
@@ -135,7 +126,7 @@ def generate_questions(db: Database, chat: OpenAIChat, embedder: Embedder | None
               for p, text in zip(chosen, shown)]
     sent = chat.sent
     with on_interrupt("no question was stored in the database"):
-        answers = chat.answer_all([[{"role": "user", "content": _fill(template, v)}] for v in values])
+        answers = chat.answer_all([[{"role": "user", "content": fill(template, v)}] for v in values])
     dropped: Counter[str] = Counter({reason: 0 for reason in DROP_REASONS})
     kept: list[dict[str, Any]] = []
     overlaps: list[float] = []

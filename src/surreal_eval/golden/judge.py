@@ -7,7 +7,7 @@
    relevant, half not relevant, as far as there are enough of each, the rest from the other kind).
 3. Every question is asked before anything is written, one request per pair, with the prompt template
    (the package's prompts/judge.txt unless replaced) filled with {question}, {title} and {passage}; the
-   answers are cached (load/chat.py), so an endpoint failure (exit 4) leaves the database exactly as it
+   answers are cached (golden/chat.py), so an endpoint failure (exit 4) leaves the database exactly as it
    was and the next try pays only what failed.
 4. Each answer is read by `judgment_in` (the first whole number 0 to 3); none: the pair stays unjudged,
    counted. The holes' grades are stored in one statement (fn::seval::add_model_judgments) as model
@@ -20,8 +20,6 @@ from __future__ import annotations
 
 import hashlib
 import random
-import re
-from importlib import resources
 from typing import Any, Optional
 
 from pydantic import BaseModel
@@ -29,12 +27,13 @@ from pydantic import BaseModel
 from ..kappa import Agreement, agreement
 from ..errors import InputError, on_interrupt
 from ..store.access import require_owner
-from ..load.chat import OpenAIChat
-from ..load.generate import PASSAGE_CHARS
-from ..load.labels import who
-from ..load.wording import judgment_in
+from .chat import OpenAIChat
+from .prompts import fill, require, shipped
+from .generate import PASSAGE_CHARS
+from .labels import who
+from .wording import judgment_in
 from ..store.connection import Database, record_str
-from .record import resolve_run
+from ..store.run_refs import resolve_run
 
 __all__ = ["MODEL_RELEVANT", "JudgeReport", "default_judge_prompt", "judge_run"]
 
@@ -68,12 +67,7 @@ class JudgeReport(BaseModel):
 
 def default_judge_prompt() -> str:
     """The judging prompt template shipped with the package (prompts/judge.txt)."""
-    return resources.files("surreal_eval").joinpath("prompts/judge.txt").read_text(encoding="utf-8")
-
-
-def _fill(template: str, values: dict[str, str]) -> str:
-    """`template` with each {question}, {title} and {passage} replaced, in one pass."""
-    return re.sub(r"\{(question|title|passage)\}", lambda m: values[m[1]], template)
+    return shipped("judge")
 
 
 def _owner(db: Database) -> None:
@@ -102,13 +96,10 @@ def judge_run(db: Database, chat: OpenAIChat, *, run: str, k: int, retrievers: l
     _owner(db)
     if agreement_pairs < 0:
         raise InputError(f"--agreement must be 0 or more, not {agreement_pairs}")
-    template = default_judge_prompt() if prompt is None else prompt
-    missing = [name for name in ("{question}", "{passage}") if name not in template]
-    if missing:
-        raise InputError(f"the prompt must hold {' and '.join(missing)}, where the question and the document's text go")
+    template = require(default_judge_prompt() if prompt is None else prompt, {"question": "the question", "passage": "the document's text"})
     digest = hashlib.sha256(template.encode("utf-8")).hexdigest()
     run_id = resolve_run(db, run)
-    row = db.value("SELECT ks, retrievers, params FROM ONLY $run", {"run": run_id})
+    row = db.value("RETURN fn::seval::run_settings($run)", {"run": run_id})
     if k not in row["ks"]:
         raise InputError(f"{record_str(run_id)} measured k = {', '.join(map(str, row['ks']))}, not {k}: judge the top k of a cutoff it measured")
     names = [r for r in row["retrievers"] if r != "floor_sweep"]
@@ -129,7 +120,7 @@ def judge_run(db: Database, chat: OpenAIChat, *, run: str, k: int, retrievers: l
         doc = texts.get(record_str(pair["doc"]), {"title": "", "text": ""})
         values = {"question": questions.get(record_str(pair["question"]), ""), "title": doc["title"],
                   "passage": doc["text"][:PASSAGE_CHARS]}
-        conversations.append([{"role": "user", "content": _fill(template, values)}])
+        conversations.append([{"role": "user", "content": fill(template, values)}])
     sent = chat.sent
     with on_interrupt("no judgment was stored in the database"):
         answers = chat.answer_all(conversations)  # every request before anything is written

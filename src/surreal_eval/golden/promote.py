@@ -24,9 +24,9 @@ from ..models import Question
 from ..store.connection import Database, RecordID, record_str, to_record
 from ..store.golden import OWN_GOLDEN, golden_rows, golden_set
 from ..store.schema import harness_config
-from .embedding import Embedder
+from ..load.embedding import Embedder
 from .labels import _document, who
-from .rows import _csv_rows, _json_cell, json_rows, take_id, validate_row
+from ..load.rows import _csv_rows, _json_cell, json_rows, take_id, validate_row
 
 __all__ = ["Promotion", "ProductionFailure", "keep_promoted", "promote_failures", "promote_run", "question_key"]
 
@@ -123,7 +123,7 @@ def promote_failures(db: Database, path: Path | str, *, embedder: Embedder | Non
         docs = []
         for answer in failure.answer:
             doc = _document(db, answer) if ":" in answer else to_record(answer, table)
-            if not db.value("RETURN record::exists($d)", {"d": doc}):
+            if db.value("RETURN fn::seval::missing_records([$d])", {"d": doc}):
                 raise InputError(f"question {key!r}: answer {answer!r} is no record that exists ({record_str(doc)}); "
                                  "a label names a record of seval_article or of a table you attached", source=file, line=line)
             docs.append(doc)
@@ -187,7 +187,7 @@ def promote_run(db: Database, run: str | RecordID, metric: str, *, below: float 
     run_id = to_record(run, "seval_run") if isinstance(run, str) else run
     row = db.value("RETURN fn::seval::finished_run($run)", {"run": run_id})
     if row is None:
-        raise NotFound(f"no finished run {record_str(run_id)}: `surreal-eval history` lists the runs")
+        raise NotFound(f"no finished run {record_str(run_id)}: `surreal-eval runs list` lists the runs")
     spec = parse_metric(metric, row.get("metrics") or [metric.partition("@")[0]])
     if spec.k not in row["ks"]:
         raise ConfigError(f"run {record_str(run_id)} measured no cutoff {spec.k}: its cutoffs are "
@@ -214,7 +214,7 @@ def keep_promoted(db: Database, questions: Iterable[Question], label_table: str,
     production failures: one naming no source keeps the mark; one naming another source, or leaving out a
     label the promoted question has, is refused naming its file, line and id, unless `demote` (then its id
     is added to `demoted`, for the history)."""
-    if not db.value("RETURN record::exists(seval_golden:seval_question)"):
+    if not harness_config(db) or not db.value("RETURN fn::seval::own_golden_exists()"):  # no harness yet: nothing promoted
         yield from questions
         return
     promoted = {record_str(r["id"]): {record_str(d) for d in r["relevant"]}

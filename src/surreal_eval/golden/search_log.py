@@ -30,7 +30,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
 from ..errors import InputError
-from .rows import JSONL_SUFFIXES, _csv_rows, json_rows, validate_row
+from ..load.rows import JSONL_SUFFIXES, _csv_rows, json_rows, validate_row
 
 __all__ = ["Impression", "LogFormat", "QueryGroup", "group_queries", "normalise", "read_log", "sample_queries"]
 

@@ -37,7 +37,7 @@ from typing import Any
 import httpx
 
 from ..errors import ConfigError, EndpointFailed, on_interrupt
-from .openai_endpoint import OPENAI_BASE_URL, OpenAIEndpoint
+from ..load.openai_endpoint import OPENAI_BASE_URL, OpenAIEndpoint
 
 __all__ = ["CHAT_ENV", "CHAT_KEY_ENV", "ChatCache", "OpenAIChat", "chat_from_env", "chat_from_spec", "default_cache_dir"]
 

@@ -13,8 +13,8 @@ from ..errors import ConfigError, InputError
 from ..store.connection import Database
 from ..store.ownership import conflicts, defined_names
 from ..store.schema import DEMO_DIMENSION, apply, harness_config, stored_dimension, surql_dir
-from .attach import attach_table
-from .golden_attach import attach_golden
+from ..load.attach import attach_table
+from .attach import attach_golden
 
 __all__ = ["LESSON_SCRIPT", "SEED_SCRIPT", "import_lesson", "import_seed", "refuse_a_readers_database", "refuse_another_dimension"]
 

@@ -17,8 +17,8 @@ from pydantic import BaseModel
 from ..errors import ConfigError, InputError
 from ..store.connection import Database, record_str
 from ..store.golden import OWN_GOLDEN, GoldenSet, golden_rows
-from ..store.schema import PREFIX, apply, field_path, identifier, require_config
-from .embedders import Embedder
+from ..store.schema import PREFIX, field_path, identifier, require_config
+from ..load.embedders import Embedder
 from .labels import who
 
 __all__ = ["GoldenAttachReport", "attach_golden", "detach_golden", "golden_sets", "list_dangling"]
@@ -51,7 +51,7 @@ def _check_table(db: Database, table: str) -> None:
     if table.startswith(PREFIX):
         raise InputError(f"table {table} is the harness's own: golden attach is for a table of yours "
                          f"(load golden fills {OWN_GOLDEN})")
-    if db.value("RETURN record::exists(type::record('seval_corpus', $t))", {"t": table}):
+    if db.value("RETURN fn::seval::is_corpus_table($t)", {"t": table}):
         raise InputError(f"table {table} is attached as a corpus: a golden set is another table (its questions and labels)")
 
 
@@ -122,16 +122,12 @@ def attach_golden(
                                   f"{config.dimension}")
             extras.append({"id": row["id"], "embedding": vector,
                            "text_digest": hashlib.sha256(row["text"].encode("utf-8")).hexdigest()})
-    again = db.value("RETURN record::exists(type::record('seval_golden', $t))", {"t": table})
+    again = db.value("RETURN fn::seval::is_golden($t)", {"t": table})
     # (the same fields again: the row as it is, what the last run saw of the set kept)
-    apply(db, "IF type::record('seval_golden', $t).fields != $fields OR !type::record('seval_golden', $t).attached { "
-              "UPSERT type::record('seval_golden', $t) CONTENT { attached: true, fields: $fields } RETURN NONE };\n"
-              "FOR $x IN $extras { UPSERT type::record('seval_question_extra', [$x.id]) MERGE "
-              "{ embedding: $x.embedding, text_digest: $x.text_digest } RETURN NONE; };",
-          {"t": table, "fields": {key: field for key, field in fields.items() if field}, "extras": extras})
+    db.value("RETURN fn::seval::attach_golden_table($t, $fields, $extras)",
+             {"t": table, "fields": {key: field for key, field in fields.items() if field}, "extras": extras})
     # the harness sees these labels now: their provenance (source 'table') and the digest of each document's text
-    db.value("LET $g = fn::seval::golden_set($t); RETURN fn::seval::see_labels($g, fn::seval::golden_rows($g, NONE, NONE), 'table', $by)",
-             {"t": table, "by": who()})
+    db.value("RETURN fn::seval::see_golden_labels($t, 'table', $by)", {"t": table, "by": who()})
     return GoldenAttachReport(table=table, fields=fields, questions=len(rows), labels=sum(len(r["relevant"]) for r in rows),
                               dangling=len(dangling), embedded=len(extras),
                               unembedded=len(to_embed) - len(extras), again=bool(again))
@@ -142,20 +138,16 @@ def detach_golden(db: Database, table: str) -> int:
     the table itself is untouched and the runs that measured it stay in history. Returns how many
     questions' extras were removed."""
     table = identifier(table, what="golden table")
-    row = db.value("SELECT * FROM ONLY type::record('seval_golden', $t)", {"t": table})
+    row = db.value("RETURN fn::seval::golden_registration($t)", {"t": table})
     if row is None or not row.get("attached"):
         raise InputError(f"{table} is not an attached golden set (surreal-eval golden list shows them)")
-    kept = db.value("RETURN count(SELECT id FROM seval_question_extra WHERE record::tb(record::id(id)[0]) = $t)", {"t": table})
-    apply(db, "DELETE seval_question_extra WHERE record::tb(record::id(id)[0]) = $t; DELETE type::record('seval_golden', $t);",
-          {"t": table})
+    kept = db.value("RETURN fn::seval::detach_golden_table($t)", {"t": table})
     return kept
 
 
 def golden_sets(db: Database) -> list[dict[str, Any]]:
     """Every golden set: {name, attached, fields, questions}, the harness's own first."""
-    rows = db.value("SELECT record::id(id) AS name, attached, fields FROM seval_golden ORDER BY name")
-    for row in rows:
-        row["questions"] = db.value("RETURN count(SELECT id FROM type::table($t))", {"t": row["name"]})
+    rows = db.value("RETURN fn::seval::golden_sets()")
     return sorted(rows, key=lambda r: (r["attached"], r["name"]))
 
 

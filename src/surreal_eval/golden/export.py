@@ -101,14 +101,13 @@ def export_golden(db: Database, path: str | Path, *, golden: str | None = None, 
     chosen = golden_set(db, golden)
     rows = golden_rows(db, chosen)
     table = _label_table(rows)
-    labels = db.value("SELECT question, record::id(doc) AS doc, source, by, note, added_at, origin FROM seval_label "
-                      "WHERE golden = $name", {"name": chosen.name})
+    labels = db.value("RETURN fn::seval::label_provenance($name)", {"name": chosen.name})
     kept = {(record_str(r["question"]), str(r["doc"])): {
         "source": r["source"], "by": r.get("by"), "note": r.get("note"),
         "added_at": r["added_at"].isoformat() if r.get("added_at") else None,
         "origin": "harness" if r["origin"] == "harness" else None} for r in labels}
     frequency = {} if chosen.attached else {
-        record_str(r["id"]): r["frequency"] for r in db.value("SELECT id, frequency FROM seval_question WHERE frequency != NONE")}
+        record_str(r["id"]): r["frequency"] for r in db.value("RETURN fn::seval::question_frequencies()")}
     lines = [_line(row, kept, frequency.get(record_str(row["id"])), embeddings) for row in rows]
     temporary = None
     try:

@@ -21,11 +21,12 @@ from ..errors import ConfigError, InputError
 from ..models import Question
 from ..store.connection import Database, record_str, to_record
 from ..store.schema import DOCUMENTS, harness_config
-from .bulk import LoadReport, load_golden
+from ..load.bulk import LoadReport
+from ..golden.files import load_golden
 from .click_model import ClickModel, derive_labels
-from .embedding import Embedder
+from ..load.embedding import Embedder
 from .search_log import Impression, LogFormat, QueryGroup, group_queries, read_log, sample_queries
-from .staging import Progress, batches
+from ..load.staging import Progress, batches
 
 __all__ = ["FromLogReport", "click_question_id", "golden_from_log", "log_questions"]
 
@@ -66,7 +67,7 @@ def _check_ids(db: Database, impressions: list[Impression], label_table: str, so
             first.setdefault(doc, (doc, impression.line))
     for chunk in batches(list(first.values()), _EXISTS_CHUNK):
         records = [to_record(doc, label_table) for doc, _ in chunk]
-        gone = {record_str(r) for r in db.value("RETURN $r.filter(|$x| !record::exists($x))", {"r": records})}
+        gone = {record_str(r) for r in db.value("RETURN fn::seval::missing_records($r)", {"r": records})}
         for (doc, line), record in zip(chunk, records):
             if record_str(record) in gone:
                 raise InputError(f"id {doc!r} names no record ({record_str(record)} does not exist)", source=source, line=line)
@@ -82,7 +83,7 @@ def _canonical(impressions: list[Impression], label_table: str) -> list[Impressi
 
 def _stored_embeddings(db: Database, texts: list[str]) -> dict[str, list[float]]:
     """{text: embedding} of the questions of the harness's own set whose text is one of `texts`."""
-    rows = db.value("SELECT text, embedding FROM seval_question WHERE text IN $texts AND embedding != NONE", {"texts": texts})
+    rows = db.value("RETURN fn::seval::stored_embeddings($texts)", {"texts": texts})
     return {row["text"]: row["embedding"] for row in rows}
 
 

@@ -1,0 +1,65 @@
+"""Options several commands share as a set, defined once: a command decorated with `with_options(SCORING)` takes
+them all and receives them as one dict (typer has no option groups of its own)."""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from typing import Annotated, Any, Callable, TypeVar
+
+import typer
+
+from ..errors import ConfigError
+from .app import DanglingOpt, GoldenOpt, JudgmentsOpt, LevelOpt, fail, table_name
+
+__all__ = ["IdenticalOpt", "SCORING", "scoring_params", "with_options"]
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+IdenticalOpt = Annotated[bool, typer.Option(
+    "--ignore-identical-ids", help="Drop a retrieved record whose key is the question's own key before scoring (BEIR's convention).")]
+
+#: what a run scores against and how: the golden set, its labels whose record is gone, the judgments read, the
+#: relevance level of binary metrics and BEIR's identical-id rule (name -> (annotated type, default))
+SCORING: dict[str, tuple[Any, Any]] = {
+    "relevance_level": (LevelOpt, None),
+    "ignore_identical_ids": (IdenticalOpt, False),
+    "golden": (GoldenOpt, None),
+    "dangling_labels": (DanglingOpt, None),
+    "judgments": (JudgmentsOpt, None),
+}
+
+
+def with_options(shared: dict[str, tuple[Any, Any]], *, into: str = "scoring") -> Callable[[F], F]:
+    """Decorator: the command also takes the options `shared` (placed before --json), handed to it together as the
+    dict `into` (name -> value given)."""
+
+    def decorate(command: F) -> F:
+        signature = inspect.signature(command, eval_str=True)
+        kept = [p for p in signature.parameters.values() if p.name != into]
+        added = [inspect.Parameter(name, inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=annotation, default=default)
+                 for name, (annotation, default) in shared.items()]
+        at = next((i for i, p in enumerate(kept) if p.name == "as_json"), len(kept))
+        parameters = [*kept[:at], *added, *kept[at:]]
+
+        @functools.wraps(command)
+        def with_shared(*args: Any, **kwargs: Any) -> Any:
+            given = {name: kwargs.pop(name) for name in shared}
+            return command(*args, **{into: given}, **kwargs)
+
+        with_shared.__signature__ = signature.replace(parameters=parameters)  # type: ignore[attr-defined]
+        with_shared.__annotations__ = {p.name: p.annotation for p in parameters}
+        return with_shared  # type: ignore[return-value]
+
+    return decorate
+
+
+def scoring_params(scoring: dict[str, Any]) -> dict[str, Any]:
+    """The run parameters of the SCORING options given (None: the run's default), checked."""
+    judgments = scoring.get("judgments")
+    if judgments not in (None, "human", "human+model"):
+        fail(ConfigError(f"--judgments must be human or human+model, got {judgments!r}"))
+    return {"relevance_level": scoring.get("relevance_level"), "ignore_identical_ids": True if scoring.get("ignore_identical_ids") else None,
+            "golden": table_name(scoring.get("golden"), "--golden table"), "dangling_labels": scoring.get("dangling_labels"),
+            "judgments": judgments}
+
