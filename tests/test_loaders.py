@@ -259,3 +259,12 @@ def test_a_beir_folder_whose_corpus_and_embeddings_repeat_an_id_loads_with_on_du
     assert loaded.exit_code == 0, loaded.output
     with connect(Settings(url=url)) as db:
         assert db.value("SELECT VALUE embedding FROM ONLY seval_article:d1") == vector
+
+
+def test_a_beir_query_id_may_start_with_a_hash_where_a_trec_line_so_starting_is_a_comment(tmp_path):
+    beir = tmp_path / "test.tsv"
+    beir.write_text("query-id\tcorpus-id\tscore\n#q\td1\t1\nq2\td2\t2\n", encoding="utf-8")
+    assert read_qrels(beir, format="beir").judgments == {"#q": {"d1": 1.0}, "q2": {"d2": 2.0}}
+    trec = tmp_path / "qrels.txt"
+    trec.write_text("# a comment trec_eval skips\nq2 0 d2 2\n", encoding="utf-8")
+    assert read_qrels(trec, format="trec").judgments == {"q2": {"d2": 2.0}}

@@ -29,3 +29,10 @@ def test_version_option_prints_the_version_and_exits_0_without_a_store(tmp_path)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == f"surreal-eval {surreal_eval.__version__}"
     assert not (tmp_path / "never").exists()  # no store opened, none created
+
+
+def test_the_changelog_names_this_version_as_its_newest_release():
+    changelog = (ROOT / "CHANGELOG.md").read_text(encoding="utf-8")
+    releases = re.findall(r"(?m)^## \[(\d+\.\d+\.\d+)\] - \d{4}-\d{2}-\d{2}$", changelog)
+    assert releases and releases[0] == surreal_eval.__version__, releases
+    assert "## [Unreleased]" in changelog.split(f"## [{releases[0]}]")[0]

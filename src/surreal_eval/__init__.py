@@ -153,7 +153,7 @@ def __getattr__(name: str) -> Any:
 def __dir__() -> list[str]:
     return sorted(set(globals()) | set(_LAZY))
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 __all__ = [
     "Article",

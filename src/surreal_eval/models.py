@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any, Literal, TypedDict
 
 from pydantic import (BaseModel, ConfigDict, Field, PrivateAttr, SerializationInfo, SerializerFunctionWrapHandler, field_validator,
                       model_serializer, model_validator)
@@ -13,6 +13,7 @@ from .grammar import RecordKey
 
 __all__ = [
     "MAX_NESTING",
+    "Scoring",
     "Article",
     "Passage",
     "Question",
@@ -382,3 +383,16 @@ class RunSummary(_AfterChanges, _Means):
     def metrics(self) -> list[str]:
         """The metrics this run scored, in report order."""
         return list(self.results[0].scores) if self.results else []
+
+
+class Scoring(TypedDict, total=False):
+    """What a run scores against and how (the run parameters of the same names): the golden set (`golden`; default
+    the one holding questions), its labels whose record is gone (`dangling_labels`: stop or miss), the judgments read
+    (`judgments`: human or human+model), the grade from which binary metrics count a label (`relevance_level`,
+    trec_eval -l) and BEIR's rule dropping a retrieved record whose key is the question's own (`ignore_identical_ids`)."""
+
+    golden: str | None
+    dangling_labels: str | None
+    judgments: str | None
+    relevance_level: int | None
+    ignore_identical_ids: bool | None

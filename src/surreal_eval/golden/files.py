@@ -3,6 +3,8 @@ in bounded memory, as load/bulk.py loads documents (its docstring says how a loa
 
 from __future__ import annotations
 
+from typing import Unpack
+
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -16,12 +18,9 @@ from ..store.connection import Database
 from ..store.journal import STAGING_PREFIX, remove_staging
 from ..store.schema import DOCUMENTS, harness_config, identifier, record_article_indexes
 from ..load.bulk import QUESTIONS, LoadReport, run_load
-from ..load.duplicates import OnDuplicate
-from ..load.embedding import Embedder
 from ..load.ingests import existing, mark_ingest
 from ..load.move import Move, move_all
-from ..load.rows import DEFAULT_BATCH_SIZE
-from ..load.staging import Load, Problems, Progress, stage_documents, stage_questions
+from ..load.staging import Load, LoadOptions, Problems, stage_documents, stage_questions
 from .labels import set_provenance, who
 from .promote import keep_promoted
 
@@ -54,15 +53,11 @@ def load_golden(
     db: Database,
     questions: Iterable[Question],
     *,
-    batch_size: int = DEFAULT_BATCH_SIZE,
-    embedder: Embedder | None = None,
-    progress: Progress | None = None,
-    create_harness: bool = True,
-    on_duplicate: OnDuplicate = "refuse",
     label_table: str | None = None,
     allow_unlabelled: bool = False,
     label_source: str = "file",
     demote: bool = False,
+    **options: Unpack[LoadOptions],
 ) -> LoadReport:
     """Load golden-set questions (upsert by id), all or none; bare label ids name records of
     `label_table` (seval_article, a table attached with attach_table, or the table its records belong
@@ -77,8 +72,7 @@ def load_golden(
     a question promoted from a production failure (golden/promote.py keep_promoted). `skipped` in the report
     is `questions.skipped` when the questions come from a BEIR or TREC reader (queries with no judgment).
     """
-    load = Load(db, batch_size=batch_size, embedder=embedder, progress=progress, create_harness=create_harness,
-                on_duplicate=on_duplicate)
+    load = Load(db, **options)
     staging = STAGING_PREFIX + QUESTIONS
     problems = Problems("golden set")
     if label_table is None:
@@ -120,12 +114,8 @@ def load_dataset(
     questions: Iterable[Question],
     *,
     source: str | None = None,
-    on_duplicate: OnDuplicate = "refuse",
-    batch_size: int = DEFAULT_BATCH_SIZE,
-    embedder: Embedder | None = None,
-    progress: Progress | None = None,
-    create_harness: bool = True,
     analyzer: str | None = None,
+    **options: Unpack[LoadOptions],
 ) -> DatasetReport:
     """Load documents into `article` and the golden set that labels them, all or nothing.
 
@@ -133,8 +123,7 @@ def load_dataset(
     are refused first (one message), then the golden set's (one message). `analyzer`: as load_corpus.
     """
     analyzer = table_analyzer(db, DOCUMENTS, analyzer)
-    load = Load(db, batch_size=batch_size, embedder=embedder, progress=progress, create_harness=create_harness,
-                on_duplicate=on_duplicate)
+    load = Load(db, **options)
     doc_staging, question_staging = STAGING_PREFIX + DOCUMENTS, STAGING_PREFIX + QUESTIONS
     doc_problems, question_problems = Problems("corpus"), Problems("golden set")
     read, questions = questions, keep_promoted(db, questions, DOCUMENTS)
@@ -174,21 +163,15 @@ def load_beir(
     folder: Path | str,
     *,
     split: str = "test",
-    batch_size: int = DEFAULT_BATCH_SIZE,
-    embedder: Embedder | None = None,
-    progress: Progress | None = None,
-    create_harness: bool = True,
-    on_duplicate: OnDuplicate = "refuse",
     analyzer: str | None = None,
+    **options: Unpack[LoadOptions],
 ) -> DatasetReport:
     """Load a BEIR folder (corpus.jsonl, queries.jsonl, qrels/<split>.tsv, embeddings/ if present)
     into `article` and `question` all or nothing; queries with no judgment are skipped and counted."""
     from ..load.readers import read_beir
 
-    documents, questions = read_beir(Path(folder), split=split, on_duplicate=on_duplicate)
-    return load_dataset(db, documents, questions, batch_size=batch_size, embedder=embedder,
-                        progress=progress, create_harness=create_harness, source=str(folder), on_duplicate=on_duplicate,
-                        analyzer=analyzer)
+    documents, questions = read_beir(Path(folder), split=split, on_duplicate=options.get("on_duplicate", "refuse"))
+    return load_dataset(db, documents, questions, source=str(folder), analyzer=analyzer, **options)
 
 
 def add_questions(db: Database, questions: Iterable[Question]) -> int:

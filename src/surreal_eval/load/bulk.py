@@ -36,7 +36,7 @@ import logging
 import re
 from collections.abc import Callable, Iterable
 from functools import cache
-from typing import Any
+from typing import Any, Unpack
 
 from pydantic import BaseModel
 
@@ -46,12 +46,10 @@ from ..store.analyzers import table_analyzer
 from ..store.connection import Database
 from ..store.journal import STAGING_PREFIX, STALE_LOAD, UNDO_PREFIX, recover_loads, remove_staging, staging_tables
 from ..store.schema import DOCUMENTS, HARNESS_SCRIPTS, corpus_tables, harness_table, identifier, record_article_indexes, surql_dir
-from .duplicates import OnDuplicate
-from .embedding import Embedder
 from .move import Move, move_all
 from .rows import DEFAULT_BATCH_SIZE
 from .ingests import existing, mark_ingest, record_ingest
-from .staging import Load, Problems, Progress, stage_documents
+from .staging import Load, LoadOptions, Problems, Progress, stage_documents
 
 log = logging.getLogger(__name__)
 
@@ -148,14 +146,10 @@ def load_corpus(
     documents: Iterable[Article],
     *,
     table: str = DOCUMENTS,
-    batch_size: int = DEFAULT_BATCH_SIZE,
-    embedder: Embedder | None = None,
-    progress: Progress | None = None,
-    create_harness: bool = True,
     source: str | None = None,
-    on_duplicate: OnDuplicate = "refuse",
     doc_table: str = DOCUMENTS,
     analyzer: str | None = None,
+    **options: Unpack[LoadOptions],
 ) -> LoadReport:
     """Load documents into corpus table `table` (upsert by id), all or none, then build its indexes.
     A chunk's `doc` names a record of `doc_table` (article, or the attached table it was cut from).
@@ -163,17 +157,15 @@ def load_corpus(
     The load is then marked as one ingest (watch.record_ingest), which evaluates the golden set
     inside the database when `surreal-eval watch` asked for it; the run is in the report.
 
-    Documents without an embedding are embedded by `embedder` (`title. content`); with none, they
-    are refused. `create_harness` (the default, as `surreal-eval load`) imports the harness when it is
-    missing, with the dimension of the first embedding; `create_harness=False` makes a missing harness
-    a ConfigError. The table's BM25 index uses
+    `options` say how the load runs (LoadOptions): documents without an embedding are embedded by the `embedder`
+    (`title. content`); with none, they are refused; a missing harness is imported, with the dimension of the first
+    embedding, unless `create_harness=False`. The table's BM25 index uses
     `analyzer`, else the one it has, else the default (store/analyzers.py).
     """
     _not_another_table(db, identifier(table, what="corpus table"))  # a table of yours first: the message says why
     table = _corpus_table(table)
     analyzer = table_analyzer(db, table, analyzer)
-    load = Load(db, batch_size=batch_size, embedder=embedder, progress=progress, create_harness=create_harness,
-                on_duplicate=on_duplicate)
+    load = Load(db, **options)
     staging = STAGING_PREFIX + table
     kind = "article" if table == DOCUMENTS else "document"
     problems = Problems("corpus")

@@ -55,8 +55,8 @@ def read_qrels(path: Path, *, format: Literal["beir", "trec"] = "trec") -> Qrels
     with open_text(path) as handle:
         try:
             for number, line in enumerate(handle, start=1):
-                if not line.strip() or line.lstrip().startswith("#"):  # a comment, as trec_eval 10 reads them
-                    continue
+                if not line.strip() or (format == "trec" and line.lstrip().startswith("#")):  # a comment, as trec_eval 10 reads
+                    continue  # them; BEIR's qrels have no comments, and a query id there may start with #
                 parts = line.rstrip("\r\n").split("\t") if format == "beir" else line.split()
                 if format == "beir" and len(parts) != columns:
                     parts = line.split()

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Collection, Iterable, Iterator
-from typing import Any
+from typing import Any, TypedDict
 
 from ..errors import ConfigError, EmbeddingFailed, InputError
 from ..models import Article, Question, vector_problem
@@ -18,6 +18,7 @@ from ..store.connection import Database, record_str, to_record
 from ..store.schema import DOCUMENTS, HarnessConfig, harness_config, import_harness, statement
 from .duplicates import DUPLICATE_IDS, Duplicates
 from .embedding import Embedder
+from .rows import DEFAULT_BATCH_SIZE
 
 __all__ = ["Progress", "Problems", "Load", "batches", "stage_documents", "stage_questions"]
 
@@ -75,17 +76,31 @@ class Problems:
 # -------------------------------------------------------------------------------------- loading
 
 
+class LoadOptions(TypedDict, total=False):
+    """How every load runs (load_corpus, load_golden, load_dataset, load_beir take them as keywords): rows per
+    INSERT while staging (`batch_size`, default DEFAULT_BATCH_SIZE), the `embedder` of rows without an embedding
+    (None: such rows are refused), `progress(step, done, total)`, whether to import a missing harness
+    (`create_harness`, default True; False makes a missing harness a ConfigError) and what an id on two rows does
+    (`on_duplicate`: 'refuse', the default, or keep the 'first' or the 'last')."""
+
+    batch_size: int
+    embedder: Embedder | None
+    progress: Progress | None
+    create_harness: bool
+    on_duplicate: str
+
+
 class Load:
-    """One load: the database, the dimension every embedding must have, and the options."""
+    """One load: the database, the dimension every embedding must have, and the options (LoadOptions)."""
 
     def __init__(
         self,
         db: Database,
         *,
-        batch_size: int,
-        embedder: Embedder | None,
-        progress: Progress | None,
-        create_harness: bool,
+        batch_size: int = DEFAULT_BATCH_SIZE,
+        embedder: Embedder | None = None,
+        progress: Progress | None = None,
+        create_harness: bool = True,
         on_duplicate: str = "refuse",
     ) -> None:
         if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:

@@ -32,7 +32,7 @@ from .app import (
     with_db,
 )
 from .deprecated import OLD_SPELLINGS, LabelOpt, old_label, old_option, say
-from .option_sets import SCORING, IdenticalOpt, scoring_params, with_options  # noqa: F401 - IdenticalOpt: commands_watch
+from .option_sets import SCORING, scoring_params, with_options
 from .progress import Progress
 
 FloorOpt = Annotated[Optional[float], typer.Option(help="BM25 floor of the floored hybrid.")]

@@ -33,7 +33,7 @@ def say(old: str, new: str) -> None:
     err.print(f"deprecated: `{old}` is now `{new}` (the old spelling goes in {REMOVED_IN})", markup=False, emoji=False)
 
 
-def alias_command(parent: typer.Typer, name: str, old: str, new: str, command: F, *, before: Callable[[], None] | None = None) -> None:
+def alias_command(parent: typer.Typer, name: str, old: str, new: str, command: F) -> None:
     """Register `command` again as the hidden command `name` of `parent` (spelled `old` in full), which says
     it is now `new` and then runs it."""
     OLD_SPELLINGS.append((old, new))
@@ -41,8 +41,6 @@ def alias_command(parent: typer.Typer, name: str, old: str, new: str, command: F
     @functools.wraps(command)
     def deprecated(*args, **kwargs):  # type: ignore[no-untyped-def]
         say(old, new)
-        if before is not None:
-            before()
         return command(*args, **kwargs)
 
     # the annotations resolved where `command` was written (they are strings there, and this module's names differ)
@@ -59,7 +57,7 @@ def old_option(command: str, old: str, new: str) -> tuple[str, str]:
 
 
 class LegacyGroup(TyperGroup):
-    """A group that still reads 0.1's form of itself, a command with options (`watch drain`, `tag RUN NAME`):
+    """A group that still reads 0.1's form of itself, a command with options (`watch --drain`, `tag RUN NAME`):
     `translate` turns such arguments into the group's form, and the group says so before running it."""
 
     #: (the 0.1 form, the 0.2 form) of each translation, for OLD_SPELLINGS (set by subclasses)

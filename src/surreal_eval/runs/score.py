@@ -11,11 +11,11 @@ empty ranking (every metric 0, like trec_eval -c), and counted in the run (param
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, Unpack
 
 from ..errors import InputError
 from ..load.run_files import Ranked, RunFileFormat, read_run_file
-from ..models import RunReport
+from ..models import RunReport, Scoring
 from ..store.connection import Database, record_str, to_record
 from ..store.golden import GoldenSet, golden_rows, golden_set, question_id
 from .evaluate import evaluate
@@ -72,24 +72,17 @@ def score_file(
     format: RunFileFormat = "auto",
     name: str | None = None,
     per_question: bool = False,
-    golden: str | None = None,
-    dangling_labels: str | None = None,
-    judgments: str | None = None,
-    relevance_level: int | None = None,
-    ignore_identical_ids: bool | None = None,
+    **scoring: Unpack[Scoring],
 ) -> RunReport:
-    """Record the rankings of run file `path` as a run (every metric at every k of `ks`) of the questions
-    of golden set `golden` (else the default one), on its `judgments` (human, human+model), binary metrics
-    counting a label from grade `relevance_level` (trec_eval -l; `ignore_identical_ids`: BEIR's rule, a record whose key is
-    the question's own is dropped first), return its report."""
+    """Record the rankings of run file `path` as a run (every metric at every k of `ks`) of the questions of the golden
+    set `scoring` names (else the default one), scored as `scoring` says (models.Scoring), and return its report."""
     fmt, rankings = read_run_file(path, format=format, name=name)
     if not rankings:
         raise InputError("the run file ranks nothing", source=str(path))
     table = check_corpus(db, corpus)
-    chosen = golden_set(db, golden)
+    chosen = golden_set(db, scoring.get("golden"))
     supplied = records_of(db, rankings, corpus=table, source=str(path), golden=chosen)
     record = {"source": path.name, "format": fmt, "absent": absent_counts(db, supplied, chosen)}
-    params = {"corpus": table, "golden": chosen.name, "dangling_labels": dangling_labels, "judgments": judgments, "relevance_level": relevance_level,
-              "ignore_identical_ids": ignore_identical_ids}
+    params = {**scoring, "corpus": table, "golden": chosen.name}
     return evaluate(db, ks=ks, label=label or f"scored from {path.name}", tag=tag, params=params,
                     per_question=per_question, trigger="score", supplied=Supplied(supplied, record))
