@@ -39,6 +39,7 @@ app.add_typer(tag_app, name="tag")
 IncludeTaggedOpt = Annotated[bool, typer.Option("--include-tagged", help="Also remove tagged runs (and their tags).")]
 DryRunOpt = Annotated[bool, typer.Option("--dry-run", help="List what would be removed; remove nothing.")]
 
+
 @runs_app.command("list")
 def runs_list(
     metric: Annotated[Optional[str], typer.Option("--metric", help="A metric at a cutoff, NAME@K such as recall@5 (default: recall at each run's "
