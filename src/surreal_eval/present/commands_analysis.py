@@ -75,8 +75,6 @@ def gate(
 ) -> None:
     """Fail (exit 1) when a metric (default recall@5) fell by more than --max-drop and significantly; print the broken questions:
     `gate --baseline main`."""
-    import warnings
-
     from ..analysis.gate import gate as run_gate
     from . import analysis_tables as display_compare
     from .junit import write_junit
@@ -84,7 +82,6 @@ def gate(
     if baseline.strip() == "latest" and candidate.strip() == "latest":  # 0.1: gate's latest meant the run before the candidate
         say(*OLD_GATE_LATEST)
         baseline = "previous"
-    warnings.simplefilter("ignore", DeprecationWarning)
     result = with_db(lambda db: run_gate(
         db, baseline=baseline, candidate=candidate, metric=metric or ["recall@5"], retriever=retriever,
         max_drop=max_drop, alpha=alpha, allow_different_golden=allow_different_golden,

@@ -32,12 +32,11 @@ from .app import (
     with_db,
 )
 from .deprecated import OLD_SPELLINGS, LabelOpt, old_label, old_option, say
-from .option_sets import SCORING, scoring_params, with_options
+from .option_sets import SCORING, Scoring, scoring_params, with_options
 from .progress import Progress
 
 FloorOpt = Annotated[Optional[float], typer.Option(help="BM25 floor of the floored hybrid.")]
 RrfOpt = Annotated[Optional[int], typer.Option(help="RRF constant.")]
-Scoring = Optional[dict]  # the SCORING options, handed over together (option_sets.with_options)
 FreshOpt = Annotated[bool, typer.Option(
     "--fresh", help="Query the indexes for every candidate list instead of reading those of earlier runs.")]
 RetrieversOpt = Annotated[Optional[list[str]], typer.Option(

@@ -10,7 +10,7 @@ import typer
 from ..grammar import parse_ks
 from .app import CorpusOpt, JsonOpt, KsOpt, NoteOpt, TagOpt, app, checked, err, out, plain, show_rows, table_name, with_db
 from .deprecated import LabelOpt, old_label, old_option, say
-from .option_sets import SCORING, scoring_params, with_options
+from .option_sets import SCORING, Scoring, scoring_params, with_options
 
 OLD_NAME = old_option("score", "--name R", "--retriever R")
 old_option("score", "--label TEXT", "--tag NAME or --note TEXT")
@@ -30,7 +30,7 @@ def score(
     fmt: Annotated[str, typer.Option("--format", help="auto (a first line starting with { is JSONL), trec or jsonl.")] = "auto",
     k: KsOpt = "1,3,5,10",
     per_question: Annotated[bool, typer.Option("--per-question", help="Include every question's result.")] = False,
-    scoring: Optional[dict] = None,
+    scoring: Scoring = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Record rankings made elsewhere as a run in history, scored like the database's own retrievers:

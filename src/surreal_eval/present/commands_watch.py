@@ -10,9 +10,9 @@ import typer
 from ..errors import ConfigError, IngestEvaluationFailed, on_interrupt
 from ..grammar import check_number, parse_ks
 from .app import JsonOpt, OptionalKsOpt, app, checked, err, fail, out, plain, state, with_db
-from .commands_runs import FloorOpt, RetrieversOpt, RrfOpt, Scoring
+from .commands_runs import FloorOpt, RetrieversOpt, RrfOpt
 from .deprecated import LegacyGroup, legacy_group
-from .option_sets import SCORING, scoring_params, with_options
+from .option_sets import SCORING, Scoring, scoring_params, with_options
 from .progress import Progress
 
 if TYPE_CHECKING:

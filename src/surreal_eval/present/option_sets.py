@@ -5,20 +5,22 @@ from __future__ import annotations
 
 import functools
 import inspect
-from typing import Annotated, Any, Callable, TypeVar
+from typing import Annotated, Any, Callable, Optional, TypeVar
 
 import typer
 
 from ..errors import ConfigError
 from .app import DanglingOpt, GoldenOpt, JudgmentsOpt, LevelOpt, fail, table_name
 
-__all__ = ["IdenticalOpt", "SCORING", "scoring_params", "with_options"]
+__all__ = ["IdenticalOpt", "SCORING", "Scoring", "scoring_params", "with_options"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
 IdenticalOpt = Annotated[bool, typer.Option(
     "--ignore-identical-ids", help="Drop a retrieved record whose key is the question's own key before scoring (BEIR's convention).")]
 
+#: the type of the parameter a command decorated with with_options(SCORING) receives them in
+Scoring = Optional[dict]
 #: what a run scores against and how: the golden set, its labels whose record is gone, the judgments read, the
 #: relevance level of binary metrics and BEIR's identical-id rule (name -> (annotated type, default))
 SCORING: dict[str, tuple[Any, Any]] = {
