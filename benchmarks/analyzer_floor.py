@@ -22,7 +22,7 @@ from surreal_eval.store.schema import statement
 __all__ = ["ANALYZERS", "AnalyzerRow", "floor_ratio", "format_analyzers", "measure_analyzers"]
 
 ANALYZERS = ("seval_english", "seval_english_stop")
-_INDEX = "DEFINE INDEX OVERWRITE seval_article_content ON seval_article FIELDS content FULLTEXT ANALYZER {{analyzer}} BM25;"
+_INDEX = "DEFINE INDEX OVERWRITE seval_article_content ON seval_article FIELDS bm25_text FULLTEXT ANALYZER {{analyzer}} BM25;"
 
 
 @dataclass

@@ -210,6 +210,21 @@ def evaluator_store(path) -> str:
     return url
 
 
+def demo_store_with_run(path, retrievers: list[str], *, before=None) -> tuple[str, str]:
+    """A store on disk at `path` with the demo in the harness's own tables, `before(db)` applied (labels, accounts), and
+    one run at k 1 and 3 of `retrievers`: (its URL, the run)."""
+    from surreal_eval.runs.evaluate import evaluate
+
+    url = f"surrealkv://{path}"
+    with connect(Settings(url=url)) as owner:
+        import_harness(owner, HarnessConfig(dimension=4))
+        seed_own(owner)
+        if before is not None:
+            before(owner)
+        run = evaluate(owner, ks=[1, 3], retrievers=retrievers).run
+    return url, run
+
+
 def as_evaluator(url: str) -> Database:
     """A connection to `url` as the evaluator account of `evaluator_store` (a context manager)."""
     return connect(Settings(url=url, access="seval_evaluator", user="ci", password=EVALUATOR_PASSWORD))

@@ -32,7 +32,7 @@ USER_ANALYZER = "DEFINE FUNCTION fn::mine_upper($t: string) -> string { RETURN $
 
 
 def bm25(db, text: str, table: str = "seval_article") -> list[str]:
-    found = db.value("SELECT VALUE record::id(id) FROM type::table($t) WHERE content @1,OR@ $q", {"t": table, "q": text})
+    found = db.value("SELECT VALUE record::id(id) FROM type::table($t) WHERE bm25_text @1,OR@ $q", {"t": table, "q": text})
     return sorted(found)
 
 

@@ -121,7 +121,8 @@ def cli(store, *args):
 
 def one_line_error(result, code):
     assert result.exit_code == code, result.output
-    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    # (0.1's spelling `history` says first, in a line of its own, that it is now `runs list`)
+    lines = [line for line in result.stderr.splitlines() if line.strip() and not line.startswith("deprecated: ")]
     assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr
     assert "Traceback" not in result.output
     return lines[0]
@@ -184,10 +185,150 @@ def test_cli_debug_shows_the_traceback():
     assert result.exit_code != 0 and isinstance(result.exception, ConnectionFailed)
 
 
+@pytest.fixture(scope="module")
+def harnessless(tmp_path_factory):
+    """A store that exists (opened once by the library) and holds no harness."""
+    path = tmp_path_factory.mktemp("harnessless") / "store"
+    connect(Settings(url=f"surrealkv://{path}")).close()
+    return path
+
+
 @pytest.mark.parametrize("args", [["runs", "list"], ["evaluate"], ["golden", "export", "--format", "qrels"], ["slices"]])
-def test_commands_on_a_database_without_the_harness_say_run_init(tmp_path, args):
-    line = one_line_error(runner.invoke(app, ["--url", f"surrealkv://{tmp_path / 'empty'}", *args]), 2)
+def test_commands_on_a_database_without_the_harness_say_run_init(harnessless, args):
+    line = one_line_error(runner.invoke(app, ["--url", f"surrealkv://{harnessless}", *args]), 2)
     assert "has no surreal-eval harness" in line and "surreal-eval init" in line
+
+
+#: Commands that only use a store (issue 35, 4): none of them may make one.
+USING = [["history"], ["runs", "list"], ["compare", "latest", "previous"], ["report", "--html", "{dir}/report.html"],
+         ["gate"], ["slices"], ["diagnose", "q1"], ["golden", "dangling"], ["tag", "list"], ["retriever", "list"],
+         ["evaluate"],
+         ["golden", "export", "{dir}/golden.jsonl"], ["split"], ["watch", "drain"]]
+
+
+@pytest.mark.parametrize("args", USING, ids=[" ".join(a[:2]) for a in USING])
+def test_a_command_that_uses_a_store_refuses_a_path_that_does_not_exist_and_makes_nothing(tmp_path, args):
+    args = [a.replace("{dir}", str(tmp_path)) for a in args]
+    url = f"surrealkv://{tmp_path / 'nonexist_dir' / 'sub' / 'x.db'}"
+    line = one_line_error(runner.invoke(app, ["--url", url, *args]), 2)
+    assert f"no store at {tmp_path / 'nonexist_dir' / 'sub' / 'x.db'}" in line
+    assert f"({tmp_path / 'nonexist_dir'}, the folder it would be in, does not exist)" in line
+    assert "surreal-eval init" in line
+    assert list(tmp_path.iterdir()) == []  # not the store, not its parent folders, not an output file
+
+
+def test_a_command_that_uses_a_store_refuses_an_empty_folder_and_leaves_it_empty(tmp_path):
+    (tmp_path / "empty").mkdir()
+    line = one_line_error(runner.invoke(app, ["--url", f"surrealkv://{tmp_path / 'empty'}", "runs", "list"]), 2)
+    assert f"no store at {tmp_path / 'empty'} (an empty folder)" in line
+    assert list((tmp_path / "empty").iterdir()) == []
+
+
+def test_init_and_a_load_still_make_a_new_store_parent_folders_included(tmp_path):
+    docs = tmp_path / "docs.jsonl"
+    docs.write_text(json.dumps({"id": "d1", "title": "t", "content": "parcel", "embedding": [0, 0, 1, 0]}) + "\n")
+    for store, args in ((tmp_path / "a" / "b" / "init.db", ["init", "--dimension", "4"]),
+                        (tmp_path / "c" / "load.db", ["load", "corpus", str(docs)])):
+        done = cli(store, *args)
+        assert done.exit_code == 0, done.output
+        assert (store / "manifest").is_dir()
+    assert cli(tmp_path / "c" / "load.db", "retriever", "list").exit_code == 0  # and then every command opens it
+
+
+@pytest.mark.parametrize("content", [None, '{"id": "a", "text": '])
+def test_a_refused_load_into_a_new_store_leaves_nothing_behind(tmp_path, content):
+    data = tmp_path / "data"
+    data.mkdir()
+    path = data / "golden.jsonl"
+    if content is not None:
+        path.write_text(content + "\n")
+    line = one_line_error(cli(tmp_path / "new" / "store", "load", "golden", str(path)), 2)
+    assert str(path) in line
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["data"]
+
+
+@pytest.mark.parametrize("ks", ["1,,3", "1,3,", ",5", " , "])
+def test_a_cutoff_list_with_an_empty_place_is_refused_and_nothing_is_recorded(store, ks):
+    before = snapshot_of(store)
+    for command in (["evaluate", "--k", ks], ["diagnose", "money_back", "--k", ks]):
+        line = one_line_error(cli(store, *command), 2)
+        assert f"--k {ks!r} has an empty cutoff" in line or "no cutoff given" in line
+    assert snapshot_of(store) == before
+
+
+def test_gate_suggests_a_metric_that_exists_and_checks_it_before_the_baseline(store):
+    assert cli(store, "evaluate", "--k", "1,5").exit_code == 0  # one run: `previous`, the baseline, is missing
+    before = snapshot_of(store)
+    line = one_line_error(cli(store, "gate", "--metric", "recall5"), 2)
+    assert "'recall5'" in line and "did you mean recall@5?" in line and "recall5@5" not in line
+    line = one_line_error(cli(store, "gate", "--metric", "recal@5"), 2)
+    assert "unknown metric 'recal@5' (did you mean recall@5?)" in line and "no run before" not in line
+    line = one_line_error(cli(store, "gate", "--metric", "ndgc@10"), 2)
+    assert "did you mean ndcg@10?" in line
+    # a good metric: now the missing baseline is what is refused
+    assert "no run before" in one_line_error(cli(store, "gate", "--metric", "recall@5"), 2)
+    assert snapshot_of(store) == before
+
+
+@pytest.mark.parametrize(("line", "said"), [
+    ('{"id": "b", "text": ', "not valid JSON at column 21 (the end of the line): Expecting value"),
+    ('{"id": "b" "text": "t"}', "not valid JSON at column 12: Expecting ',' delimiter"),
+])
+def test_a_json_syntax_error_names_file_line_column_and_the_parsers_message(store, tmp_path, line, said):
+    path = tmp_path / "golden.jsonl"
+    good = {"id": "good", "text": "parcel", "embedding": [0, 0, 1, 0], "relevant": ["track_order"]}
+    path.write_text(json.dumps(good) + "\n" + line + "\n")
+    before = snapshot_of(store)
+    assert one_line_error(cli(store, "load", "golden", str(path)), 2) == f"error: {path}:2: {said}"
+    assert snapshot_of(store) == before
+
+
+BOM = "\ufeff"
+
+
+def test_files_starting_with_a_byte_order_mark_load(store, tmp_path):
+    question = {"id": "bom_json", "text": "parcel", "embedding": [0, 0, 1, 0], "relevant": ["track_order"]}
+    (tmp_path / "golden.jsonl").write_text(BOM + json.dumps(question) + "\n", encoding="utf-8")
+    csv_rows = 'id,text,relevant,embedding\nbom_csv,parcel,track_order,"[0, 0, 1, 0]"\n'
+    (tmp_path / "golden.csv").write_text(BOM + csv_rows, encoding="utf-8")
+    (tmp_path / "queries.tsv").write_text(BOM + "bom_trec\tparcel\n", encoding="utf-8")
+    (tmp_path / "embeddings").mkdir()
+    vectors = json.dumps({"_id": "bom_trec", "embedding": [0, 0, 1, 0]})
+    (tmp_path / "embeddings" / "queries.jsonl").write_text(BOM + vectors + "\n", encoding="utf-8")
+    (tmp_path / "qrels.txt").write_text(BOM + "bom_trec 0 track_order 1\n", encoding="utf-8")
+    document = json.dumps({"id": "bom_doc", "title": "t", "content": "c", "embedding": [1, 0, 0, 0]})
+    (tmp_path / "docs.jsonl").write_text(BOM + document + "\n", encoding="utf-8")
+    for args in (["load", "golden", str(tmp_path / "golden.jsonl")], ["load", "golden", str(tmp_path / "golden.csv")],
+                 ["load", "golden", str(tmp_path / "qrels.txt"), "--queries", str(tmp_path / "queries.tsv")],
+                 ["load", "corpus", str(tmp_path / "docs.jsonl")]):
+        done = cli(store, *args)
+        assert done.exit_code == 0, (args, done.output)
+    db = connect(Settings(url=f"surrealkv://{store}"))
+    try:
+        loaded = db.value("SELECT VALUE record::id(id) FROM seval_question "
+                          "WHERE string::starts_with(record::id(id), 'bom_') ORDER BY id")
+        assert loaded == ["bom_csv", "bom_json", "bom_trec"]
+        assert db.value("RETURN record::exists(seval_article:bom_doc)") is True
+    finally:
+        db.close()
+
+
+def test_a_missing_path_a_folder_and_a_file_where_a_folder_was_expected_read_differently(store, tmp_path):
+    (tmp_path / "folder").mkdir()
+    (tmp_path / "file.jsonl").write_text("{}\n")
+    before = snapshot_of(store)
+    commands = {
+        "missing folder": ["load", "beir", str(tmp_path / "nosuch")],
+        "file for a folder": ["load", "beir", str(tmp_path / "file.jsonl")],
+        "missing file": ["load", "golden", str(tmp_path / "nosuch.jsonl")],
+        "folder for a file": ["load", "golden", "--format", "jsonl", str(tmp_path / "folder")],
+    }
+    said = {what: one_line_error(cli(store, *args), 2) for what, args in commands.items()}
+    assert said["missing folder"] == f"error: {tmp_path / 'nosuch'}: no such folder"
+    assert said["file for a folder"].startswith(f"error: {tmp_path / 'file.jsonl'}: a file, not a folder")
+    assert said["missing file"] == f"error: {tmp_path / 'nosuch.jsonl'}: no such file or folder"
+    assert said["folder for a file"].startswith(f"error: {tmp_path / 'folder'}: a folder, not a file")
+    assert snapshot_of(store) == before
 
 
 def _files(tmp_path, kind: str, key: str) -> tuple[list[str], str]:

@@ -152,11 +152,11 @@ def test_changing_one_questions_embedding_reruns_only_its_vector_list(seeded):
 @pytest.mark.parametrize("change", [
     # another analyzer (no stemming), the index defined again with it
     "DEFINE ANALYZER plain TOKENIZERS blank, punct FILTERS lowercase, ascii; "
-    "DEFINE INDEX OVERWRITE seval_article_content ON seval_article FIELDS content FULLTEXT ANALYZER plain BM25",
+    "DEFINE INDEX OVERWRITE seval_article_content ON seval_article FIELDS bm25_text FULLTEXT ANALYZER plain BM25",
     # the same analyzer name redefined, its index rebuilt
     "DEFINE ANALYZER OVERWRITE seval_english TOKENIZERS blank, punct FILTERS lowercase, ascii; REBUILD INDEX seval_article_content ON seval_article",
     # other BM25 parameters
-    "DEFINE INDEX OVERWRITE seval_article_content ON seval_article FIELDS content FULLTEXT ANALYZER seval_english BM25(0.5, 0.2)",
+    "DEFINE INDEX OVERWRITE seval_article_content ON seval_article FIELDS bm25_text FULLTEXT ANALYZER seval_english BM25(0.5, 0.2)",
 ])
 def test_changing_the_analyzer_or_the_fulltext_index_reruns_bm25(seeded, change):
     before = evaluate(seeded, ks=[5])
@@ -170,7 +170,7 @@ def test_changing_the_analyzer_or_the_fulltext_index_reruns_bm25(seeded, change)
 def test_changing_the_analyzers_function_reruns_bm25(seeded):
     seeded.query("DEFINE FUNCTION fn::user_strip($t: string) -> string { RETURN string::replace($t, <regex> '(?i)\\\\bmy\\\\b', ' ') };"
                  "DEFINE ANALYZER stripped FUNCTION fn::user_strip TOKENIZERS blank, punct FILTERS lowercase, ascii;"
-                 "DEFINE INDEX OVERWRITE seval_article_content ON seval_article FIELDS content FULLTEXT ANALYZER stripped BM25")
+                 "DEFINE INDEX OVERWRITE seval_article_content ON seval_article FIELDS bm25_text FULLTEXT ANALYZER stripped BM25")
     before = evaluate(seeded, ks=[5])
     seeded.query("DEFINE FUNCTION OVERWRITE fn::user_strip($t: string) -> string { "
                  "RETURN string::replace($t, <regex> '(?i)\\\\b(?:my|the|parcel|money)\\\\b', ' ') };"

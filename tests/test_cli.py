@@ -96,6 +96,20 @@ def test_history_names_the_k_of_every_figure_when_runs_measured_different_depths
     assert {f["k"] for r in json.loads(run("runs", "list", "--metric", "mrr@1", "--json", store=store)) for f in r["shown"]} == {1}
 
 
+def test_history_leaves_out_the_tags_and_note_columns_when_no_run_fills_them_and_fits_80_columns(tmp_path):
+    store = tmp_path / "store"
+    run("init", "--demo", store=store)
+    run("evaluate", "--k", "1,3", store=store)
+    env = {**os.environ, "COLUMNS": "80"}  # the width is read when the CLI starts: a process of its own
+    narrow = subprocess.run([sys.executable, "-m", "surreal_eval", "--url", f"surrealkv://{store}", "runs", "list"], env=env,
+                            capture_output=True, text=True, timeout=120)
+    headers = [c.strip() for line in narrow.stdout.splitlines() if line.startswith("┃") for c in line.split("┃")[1:-1]]
+    assert "tags" not in headers and "note" not in headers and {"run", "time", "questions", "bm25", "hybrid_floor"} <= set(headers)
+    assert max(len(line) for line in narrow.stdout.splitlines()) <= 80
+    run("evaluate", "--k", "1,3", "--tag", "main", store=store)
+    assert "tags" in run("runs", "list", store=store)  # a run tagged: the column is back
+
+
 def test_evaluate_split_scores_only_that_split_and_refuses_another_name(tmp_path):
     store = tmp_path / "store"
     run("init", "--demo", store=store)
@@ -140,10 +154,29 @@ def test_diagnose_names_the_column_that_marks_relevance(tmp_path):
     run("golden", "label", "money_back", "article:update_payment", "--not", store=store)
     text = run("diagnose", "money_back", "--k", "4", "--retriever", "vector", store=store)
     header = next(line for line in text.splitlines() if "rank" in line)
-    assert [cell.strip() for cell in header.strip("┃ ").split("┃")] == ["rank", "relevant", "id", "title", "score"]
+    assert [cell.strip() for cell in header.strip("┃ ").split("┃")] == ["rank", "relevant", "id", "title: text", "score"]
     marks = {line.split("│")[3].strip(): line.split("│")[2].strip() for line in text.splitlines() if line.startswith("│")}
     # the demo labels refund_request relevant; update_payment was just judged not; return_item was never judged
     assert marks["article:refund_request"] == "✔" and marks["article:update_payment"] == "" and marks["article:return_item"] == "?"
+
+
+def test_diagnose_shows_the_start_of_each_records_text_so_a_corpus_without_titles_is_readable(tmp_path):
+    store = tmp_path / "store"
+    (tmp_path / "c.jsonl").write_text('{"id": "d1", "content": "Refunds are paid within 5 working days of the return.", '
+                                      '"embedding": [1, 0, 0, 0]}\n{"id": "d2", "content": "Reset your password from the sign-in '
+                                      'page.", "embedding": [0, 1, 0, 0]}\n')
+    (tmp_path / "g.jsonl").write_text('{"id": "q1", "text": "refund", "embedding": [1, 0, 0, 0], "relevant": ["d1"]}\n')
+    run("init", "--dimension", "4", store=store)
+    run("load", "corpus", str(tmp_path / "c.jsonl"), store=store)
+    run("load", "golden", str(tmp_path / "g.jsonl"), store=store)
+    wide = runner.invoke(app, ["--url", f"surrealkv://{store}", "diagnose", "q1", "--k", "2", "--retriever", "vector"], env={"COLUMNS": "200"})
+    assert wide.exit_code == 0, wide.output
+    text = wide.stdout
+    assert "label seval_article:d1 (grade 1): Refunds are paid within 5 working days of the return." in text
+    assert "│ seval_article:d2 │ Reset your password from the sign-in page." in text
+    data = json.loads(run("diagnose", "q1", "--k", "2", "--retriever", "vector", "--json", store=store))
+    assert [h["snippet"] for h in data["retrievers"][0]["hits"]] == ["Refunds are paid within 5 working days of the return.",
+                                                                      "Reset your password from the sign-in page."]
 
 
 def test_init_demo_on_a_store_of_other_embeddings_says_to_use_another_store(tmp_path):
@@ -205,3 +238,21 @@ def test_every_command_has_help_and_a_docs_page_that_shows_it(path):
     assert runner.invoke(app, [*path, "--help"]).exit_code == 0
     prose = "".join(text for name, text in pages().items() if name != "cli.md")
     assert f"surreal-eval {' '.join(path)}" in prose, f"no docs page but the reference shows {' '.join(path)}"
+
+
+def test_a_floor_that_removes_nothing_is_said_and_in_json(tmp_path):
+    store = tmp_path / "store"
+    run("init", "--demo", store=store)
+    said = "hybrid_floor measured as hybrid at every k: the BM25 floor 0.0 removed no candidate that counted"
+    assert said in " ".join(run("evaluate", "--k", "1,3", "--floor", "0", store=store).split())
+    assert any(note.startswith(said) for note in json.loads(run("evaluate", "--k", "1,3", "--floor", "0", "--json", store=store))["notes"])
+    assert "removed no candidate" not in run("evaluate", "--k", "1,3", store=store)  # the demo's floor 3 changes hybrid's ranks
+
+
+def test_diagnose_takes_the_runs_retrieval_options_so_it_shows_what_a_run_with_them_ranks(tmp_path):
+    store = tmp_path / "store"
+    run("init", "--demo", store=store)
+    found = json.loads(run("diagnose", "money_back", "--k", "3", "--retriever", "bm25", "--json", store=store))
+    every = json.loads(run("diagnose", "money_back", "--k", "3", "--retriever", "bm25", "--bm25-match", "all", "--json", store=store))
+    assert found["retrievers"][0]["hits"] and every["retrievers"][0]["hits"] == []  # no article holds every word of the question
+    assert json.loads(run("diagnose", "money_back", "--k", "3", "--retriever", "hybrid", "--rrf-k", "1", "--json", store=store))

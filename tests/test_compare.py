@@ -63,11 +63,16 @@ def test_floor_zero_breaks_money_back_for_the_floored_hybrid_only(floors):
     assert recall3.difference == pytest.approx(-1 / 8)
     # one differing question: its two sign patterns (+d, -d) each hold half of the mass, so p = 1
     assert recall3.p_value == 1.0 and recall3.n == 8
-    # mrr@5: money_back's first label fell from rank 1 to rank 4
+    # mrr@5: money_back's first label fell from rank 1 to rank 4, rate_limit's ("429 too many requests") from 1 to 2: BM25
+    # searches titles too, "Request a refund" matches "requests" (score 1.24), and without the floor that BM25 rank adds
+    # to its vector rank in the fusion, above api_rate_limits
     mrr5 = row(comparison, "hybrid_floor", "mrr@5")
-    assert [(d.question, d.before, d.after) for d in mrr5.broken] == [("seval_question:money_back", 1.0, 0.25)]
+    assert [(d.question, d.before, d.after) for d in mrr5.broken] == [("seval_question:money_back", 1.0, 0.25),
+                                                                       ("seval_question:rate_limit", 1.0, 0.5)]
     # what changed between the runs is the floor, and nothing else recorded
-    assert comparison.changes == [Change(field="params.floor", a=3.0, b=0.0)]
+    # the sweep's floors follow the floor (fn::seval::floors_around): around 3, then 0 to 5 for floor 0
+    assert comparison.changes == [Change(field="params.floor", a=3.0, b=0.0),
+                                  Change(field="params.floors", a=[0, 1.5, 2.25, 3, 4.5, 6], b=[0, 1, 2, 3, 4, 5])]
     assert comparison.same_golden and comparison.shared == 8
     assert not [w for w in comparison.warnings if w.startswith("WARNING")]
 
@@ -224,7 +229,8 @@ def test_cli_compare_prints_changes_and_broken_questions(tmp_path):
     assert (data["label_a"], data["label_b"]) == ("floor 3", "floor 0")
     (floored,) = [r for r in data["rows"] if r["retriever"] == "hybrid_floor"]
     assert floored["broken"] == [{"question": "question:money_back", "before": 1.0, "after": 0.0}]
-    assert data["changes"] == [{"field": "params.floor", "a": 3.0, "b": 0.0}]
+    assert data["changes"] == [{"field": "params.floor", "a": 3.0, "b": 0.0},
+                               {"field": "params.floors", "a": [0, 1.5, 2.25, 3, 4.5, 6], "b": [0, 1, 2, 3, 4, 5]}]
 
     text = cli(store, "compare", "previous", "latest", "--metric", "recall@3").stdout
     assert "params.floor" in text and "money_back 1.00→0.00" in text and "broken" in text

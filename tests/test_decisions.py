@@ -131,7 +131,7 @@ def test_compare_notes_floors_below_every_bm25_score(seeded):
 
     lowest_floor, low, high = (evaluate(seeded, ks=[3], params={"floor": f}) for f in (0, 1, 3))
     (note,) = compare_runs(seeded, lowest_floor.run, low.run).notes
-    assert note.startswith("floor 0 → 1 cannot change hybrid_floor") and "lowest 1.14" in note
+    assert note.startswith("floor 0 → 1 cannot change hybrid_floor") and "lowest 1.121" in note  # BM25 reads titles too
     assert compare_runs(seeded, lowest_floor.run, high.run).notes == []  # 3 cuts some candidates
 
 

@@ -390,9 +390,32 @@ def test_openai_spec_names_model_and_endpoint():
         assert embedder.name == "openai:text-embedding-3-small@https://api.example.test/v1"
 
 
-def test_openai_spec_without_url_means_openai():
+def test_openai_spec_without_url_means_openai(monkeypatch):
+    monkeypatch.setenv("SURREAL_EVAL_EMBED_KEY", KEY)
     with embedder_from_spec("openai:text-embedding-3-small") as embedder:
         assert embedder.base_url == "https://api.openai.com/v1"
+
+
+@pytest.mark.parametrize("spec", ["openai:text-embedding-3-small", "openai:text-embedding-3-small@https://api.openai.com/v1/"])
+def test_openai_without_a_key_is_refused_at_once_in_one_line_before_any_request(spec):
+    started = time.monotonic()
+    with pytest.raises(ConfigError) as caught:
+        embedder_from_spec(spec)  # no network: offline, a request would be retried for 15 s before failing
+    message = str(caught.value)
+    assert time.monotonic() - started < 1.0 and "\n" not in message and caught.value.exit_code == 2
+    assert message == ("embedding endpoint https://api.openai.com/v1 needs an API key and SURREAL_EVAL_EMBED_KEY "
+                       "is not set: set it, or name another endpoint")
+
+
+def test_a_local_endpoint_without_a_key_is_asked_once_and_its_401_fails_in_one_line(endpoint):
+    """Only OpenAI's own endpoint is known to need a key: another one is asked, and its 401 is not retried."""
+    endpoint.then({"status": 401})
+    embedder = embedder_from_spec(f"openai:test-embed@{endpoint.url}")
+    started = time.monotonic()
+    with embedder, pytest.raises(EmbeddingFailed) as caught:
+        embedder.embed(["hello"])
+    assert time.monotonic() - started < 2.0 and len(endpoint.seen) == 1 and "\n" not in str(caught.value)
+    assert str(caught.value).endswith("asked for an API key (401): set SURREAL_EVAL_EMBED_KEY: scripted")
 
 
 def test_the_spec_round_trips_through_the_name():

@@ -6,6 +6,8 @@ symptom and the engine version, exit 3, and records nothing."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from typer.testing import CliRunner
 
@@ -131,11 +133,12 @@ def test_an_hnsw_index_moved_to_another_field_stops_the_run():
 
 def test_a_passed_check_is_reused_until_what_it_depends_on_changes():
     db = notes_db()
-    kept = "with the same content, indexes, analyzer, harness and engine"
+    kept = " UTC, unchanged since"  # "...; checked 2026-12-04 15:50:54 UTC, unchanged since": to the second, no nanoseconds
     first = evaluate(db, ks=[1, 3], params={"corpus": "notes"})
     assert [c.status for c in first.checks] == ["passed", "passed"] and not any(kept in c.note for c in first.checks)
     second = evaluate(db, ks=[1, 3], params={"corpus": "notes"})
     assert [c.status for c in second.checks] == ["passed", "passed"] and all(kept in c.note for c in second.checks)
+    assert all(re.search(r"; checked \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC, unchanged since$", c.note) for c in second.checks)
     # --fresh asks again (and keeps what it found)
     before = db.value("SELECT VALUE checked_at FROM seval_engine_check ORDER BY id")
     assert not any(kept in c.note for c in evaluate(db, ks=[1], params={"corpus": "notes"}, fresh=True).checks)
@@ -143,7 +146,7 @@ def test_a_passed_check_is_reused_until_what_it_depends_on_changes():
     # a new document changes the content: a run that brings its kept lists up to date reuses the checks passed on the
     # corpus before the change, and says so; the next run reuses them under the new content; --fresh asks again
     db.query("CREATE notes:i CONTENT { body: 'receipts printed', vec: [0.2, 0.2, 0.2, 0.4], other: [0.4, 0.2, 0.2, 0.2] }")
-    before_change = "on the corpus before the changes this run brings its lists up to date with"
+    before_change = " UTC before the ingest, indexes unchanged"
     after = evaluate(db, ks=[1], params={"corpus": "notes"})
     assert after.since and all(c.status == "passed" and before_change in c.note for c in after.checks)
     assert all(kept in c.note for c in evaluate(db, ks=[1], params={"corpus": "notes"}).checks)

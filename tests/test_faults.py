@@ -123,7 +123,7 @@ def assert_loads_whole(store: Path) -> tuple[int, int]:
         assert [t for t in db.value("INFO FOR DB")["tables"] if t.startswith(("seval_stage_", "_undo_"))] == []
         for index in ("seval_article_content", "seval_article_embedding"):
             assert db.value(f"INFO FOR INDEX {index} ON seval_article")["building"]["status"] == "ready"
-        assert db.value("SELECT VALUE record::id(id) FROM seval_article WHERE content @1,OR@ 'parcel' "
+        assert db.value("SELECT VALUE record::id(id) FROM seval_article WHERE bm25_text @1,OR@ 'parcel' "
                         "AND id = seval_article:track_order") == ["track_order"]
         # BM25 only: on these 1,500 nearly collinear vectors the HNSW graph misses even a record's own
         # embedding, which the vector engine check rightly refuses; what is tested here is the loads

@@ -224,3 +224,33 @@ def test_cli_gate_refuses_different_golden_sets(store):
     allowed = cli(store, "gate", "--metric", "recall@3", "--allow-different-golden")
     assert allowed.exit_code == 0, allowed.output
     assert "WARNING" in allowed.stdout
+
+
+def test_a_failing_gate_lists_the_worst_ten_broken_questions_and_counts_the_rest_all_with_all_and_json(tmp_path):
+    """Twelve questions, each its own document's; every document then takes its neighbour's embedding, so all twelve
+    break at k 1: the text lists ten and counts two, --all lists twelve, --json holds twelve."""
+    import math
+
+    from surreal_eval import Article, HarnessConfig, Question, import_harness
+    from surreal_eval.golden.files import load_golden
+    from surreal_eval.load.bulk import load_corpus
+
+    url = f"surrealkv://{tmp_path / 'store'}"
+    vectors = [[math.cos(i * math.pi / 12), math.sin(i * math.pi / 12), 0.0, 0.0] for i in range(12)]
+    with connect(Settings(url=url)) as db:
+        import_harness(db, HarnessConfig(dimension=4))
+        load_corpus(db, [Article(id=f"d{i:02}", content=f"document {i}", embedding=v) for i, v in enumerate(vectors)])
+        load_golden(db, [Question(id=f"q{i:02}", text=f"question {i}", embedding=v, relevant=[f"d{i:02}"]) for i, v in enumerate(vectors)])
+        evaluate(db, ks=[1], retrievers=["vector"], tag="good")
+        for i in range(12):
+            db.query("UPDATE type::record('seval_article', $id) SET embedding = $v", {"id": f"d{i:02}", "v": vectors[(i + 6) % 12]})
+        evaluate(db, ks=[1], retrievers=["vector"])
+    args = ["--url", url, "gate", "--baseline", "good", "--metric", "recall@1"]
+    shown = runner.invoke(app, args)
+    assert shown.exit_code == 1, shown.output
+    listed = [line for line in shown.stdout.splitlines() if line.startswith("    seval_question:")]
+    assert len(listed) == 10 and "    and 2 more of 12 broken (gate --all lists every one; --json holds them all)" in shown.stdout
+    every = runner.invoke(app, [*args, "--all"])
+    assert len([line for line in every.stdout.splitlines() if line.startswith("    seval_question:")]) == 12 and "more of" not in every.stdout
+    data = json.loads(runner.invoke(app, [*args, "--json"]).stdout)
+    assert len(data["checks"][0]["broken"]) == 12 and not data["passed"]

@@ -169,7 +169,7 @@ def test_the_bm25_state_counts_what_the_index_counts(seeded):
     seeded.query("DELETE seval_article:contact_support; UPDATE seval_article:track_order SET content = 'Where is my parcel?'")
     evaluate(seeded, ks=[3])
     state = seeded.value("RETURN type::record('seval_corpus', 'seval_article').state.bm25")
-    tokens = seeded.value("SELECT VALUE search::analyze('seval_english', content) FROM seval_article")
+    tokens = seeded.value("SELECT VALUE search::analyze('seval_english', bm25_text) FROM seval_article")
     assert state["documents"] == len(tokens) and state["length"] == sum(map(len, tokens))
     kept = {r["term"]: r["n"] for r in seeded.value("SELECT term, n FROM seval_corpus_term WHERE corpus = 'seval_article'")}
     counted: dict[str, int] = {}

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from typer.testing import CliRunner
 
-from surreal_eval import HarnessConfig, Settings, connect, import_harness
+from surreal_eval import Settings, connect
 from surreal_eval.analysis.compare import compare_runs
 from surreal_eval.errors import EndpointFailed, InputError, NotFound, PermissionDenied
 from surreal_eval.kappa import agreement
@@ -20,7 +20,7 @@ from surreal_eval.store.access import grant_evaluator
 from surreal_eval.store.connection import record_str, to_record
 
 from .chat_server import chat_server
-from .conftest import as_evaluator, assert_cli_refuses_the_evaluator, seed_own, snapshot
+from .conftest import as_evaluator, assert_cli_refuses_the_evaluator, demo_store_with_run, snapshot
 from .docs_pages import blocks
 
 runner = CliRunner()
@@ -125,7 +125,8 @@ def test_agreement_gives_kappa_and_the_confusion_on_a_hand_checked_sample(seeded
     # p_o = 10/13, p_e = ((9+2)(9+1) + (1+1)(2+1))/13^2 = 116/169, kappa = (130 - 116)/(169 - 116) = 14/53
     a = report.agreement
     assert (a.both, a.first_only, a.second_only, a.neither) == (9, 2, 1, 1)
-    assert a.kappa == pytest.approx(14 / 53) and a.observed == pytest.approx(10 / 13)
+    assert a.kappa.value == pytest.approx(14 / 53) and a.observed == pytest.approx(10 / 13)
+    assert a.kappa.low < a.kappa.value < a.kappa.high and a.kappa.resamples > 0
     assert report.agreement_asked == 13 and report.agreement_unparsable == 0
     # the agreement answers are not stored
     assert seeded.value("SELECT VALUE doc FROM seval_model_judgment WHERE question = seval_question:where_parcel "
@@ -148,12 +149,13 @@ def test_kappa_by_hand_and_against_statsmodels():
     second = [True] * 8 + [False] * 2 + [True] * 3 + [False] * 7
     found = agreement(first, second)
     assert (found.both, found.first_only, found.second_only, found.neither, found.pairs) == (8, 2, 3, 7, 20)
-    assert found.kappa == pytest.approx(0.5) and found.observed == pytest.approx(0.75)
+    assert found.kappa.value == pytest.approx(0.5) and found.observed == pytest.approx(0.75)
     from statsmodels.stats.inter_rater import cohens_kappa
 
-    assert found.kappa == pytest.approx(cohens_kappa([[8, 2], [3, 7]]).kappa)
-    assert agreement([True, True], [True, True]).kappa is None  # one answer to every pair: undefined
-    assert agreement([], []).pairs == 0
+    assert found.kappa.value == pytest.approx(cohens_kappa([[8, 2], [3, 7]]).kappa)
+    same = agreement([True, True], [True, True]).kappa  # one answer to every pair: not measurable, never 0
+    assert same.value is None and "one class (relevant)" in same.reason
+    assert agreement([], []).pairs == 0 and agreement([], []).kappa.value is None
 
 
 def test_an_endpoint_failure_leaves_every_table_as_it_was(seeded, server, tmp_path):
@@ -183,14 +185,11 @@ def test_refusals_unknown_run_k_not_measured_retriever_not_in_the_run_bad_prompt
 
 @pytest.fixture
 def store(tmp_path):
-    url = f"surrealkv://{tmp_path / 'store'}"
-    with connect(Settings(url=url)) as owner:
-        import_harness(owner, HarnessConfig(dimension=4))
-        seed_own(owner)
+    def before(owner):
         add_label(owner, "money_back", "track_order", relevant=False)
-        run = evaluate(owner, ks=[1, 3], retrievers=["bm25"]).run
         grant_evaluator(owner, "ci", "correct horse battery")
-    return url, run
+
+    return demo_store_with_run(tmp_path / "store", ["bm25"], before=before)
 
 
 def test_the_cli_judges_prints_the_agreement_and_evaluate_reads_the_model_judgments_only_when_asked(store, server):
@@ -199,8 +198,11 @@ def test_the_cli_judges_prints_the_agreement_and_evaluate_reads_the_model_judgme
                                  "--agreement", "4"])
     assert result.exit_code == 0, result.output
     assert "stored " in result.output and "answers held no grade 0-3: those pairs stay unjudged" in result.output
-    assert "agreement with the humans on 4 pairs: Cohen's kappa" in result.output
-    assert "human relevant: model relevant" in result.output
+    assert "agreement with the humans on a sample of 4 pairs they judged: Cohen's kappa" in result.output
+    assert "Kendall's tau" in result.output and "kappa 0.000" not in result.output
+    # the sampled pairs all count as relevant for the model: kappa would be 0 whatever it said, so it is not measurable
+    assert "Cohen's kappa not measurable: the model put all 4 pairs in one class (relevant)" in result.output
+    assert "human relevant: model relevant" not in result.output
     mixed = runner.invoke(app, ["--url", url, "evaluate", "--k", "3", "--retriever", "bm25", "--judgments", "human+model"])
     assert mixed.exit_code == 0, mixed.output
     assert "scored on human plus model judgments" in mixed.output

@@ -110,6 +110,16 @@ def test_a_run_reports_judged_at_k_from_the_stored_judgments(seeded):
     assert not [w for w in compare_runs(seeded, judged.run, judged.run).warnings if "judged@" in w]
 
 
+def test_with_positive_judgments_only_a_regression_draws_no_judged_warning(regressed):
+    """The demo's labels are all positive: judged@k is precision@k, so the reversed embeddings' drop in judged@k is the
+    regression itself, not a want of judgments."""
+    db, good, bad = regressed
+    comparison = compare_runs(db, good.run, bad.run)
+    vector = next(r for r in comparison.rows if r.retriever == "vector" and r.metric == "recall@5")
+    assert vector.broken and not vector.fixed  # it regressed
+    assert not [w for w in comparison.warnings if "judged@" in w]
+
+
 @pytest.mark.slow
 def test_judged_and_binary_metrics_with_non_relevant_judgments_equal_pytrec_eval_on_cisi(tmp_path):
     """CISI's qrels plus explicit judgments of 0 and -1 (every document whose id ends in 3 or 7 that

@@ -42,7 +42,7 @@ def label(url: str, args: list[str], *, evaluator: bool = False):
 @pytest.mark.parametrize(("args", "says"), [
     (["nowhere", "track_order"], "no question seval_question:nowhere in the golden set seval_question"),
     (["money_back", "gone"], "no record seval_article:gone"),
-    (["money_back", "notes:memo"], "notes:memo is a record of table notes, which is not a corpus you attached"),
+    (["money_back", "notes:memo"], "notes:memo is a record of table notes: the labels name another table than the corpus"),
     (["money_back", "track_order", "--grade", "0"], "--grade must be a number above 0"),
     (["money_back", "track_order", "--grade", "-1"], "--grade must be a number above 0"),
     (["money_back", "refund_request", "--grade", "2"], "already labelled with seval_article:refund_request at grade 2"),

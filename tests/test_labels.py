@@ -19,7 +19,7 @@ runner = CliRunner()
 
 
 def provenance(db, question: str, doc: str) -> dict:
-    return db.value("SELECT source, by, note, grade, origin, digest FROM ONLY type::record('seval_label', [type::record($q), type::record($d)])",
+    return db.value("SELECT source, by, note, grade, origin, digest, added_at FROM ONLY type::record('seval_label', [type::record($q), type::record($d)])",
                     {"q": question, "d": doc})
 
 
@@ -48,6 +48,18 @@ def test_a_label_added_to_the_harnesss_own_set_goes_into_its_row_and_the_next_ru
     assert "seval_article:track_order" in [str(r.table_name) + ":" + str(r.id) for r in seeded.value(
         "SELECT VALUE nonrelevant FROM ONLY seval_question:money_back")]
     assert [c.action for c in golden_history(seeded)[1]][-2:] == ["label-added", "judged-not-relevant"]
+
+
+def test_a_label_graded_again_takes_the_new_grade_and_a_new_time(seeded):
+    """The provenance row is replaced whole on a regrade: it used to lose added_at and be refused ("Couldn't coerce")."""
+    add_label(seeded, "money_back", "update_payment", grade=2, by="ana")
+    first = provenance(seeded, "seval_question:money_back", "seval_article:update_payment")
+    done = add_label(seeded, "money_back", "update_payment", grade=1, by="bo")
+    assert done.action == "grade-changed"
+    row = seeded.value("SELECT relevant, grades FROM ONLY seval_question:money_back")
+    assert row["grades"][[str(r.id) for r in row["relevant"]].index("update_payment")] == 1.0
+    again = provenance(seeded, "seval_question:money_back", "seval_article:update_payment")
+    assert again["by"] == "bo" and again["added_at"] >= first["added_at"]
 
 
 def test_a_label_added_to_an_attached_set_is_kept_on_the_harnesss_side_and_merged_at_every_run(lesson):
@@ -122,3 +134,89 @@ def test_a_question_with_no_judgment_is_ranked_and_left_out_of_every_mean(seeded
     assert [(r.retriever, r.recall) for r in run.results] == [(r.retriever, r.recall) for r in labelled.results]
     (row,) = [r for r in run.per_question if r.question == "seval_question:asked" and r.retriever == "vector"]
     assert not row.labelled and row.ranked[0] == "seval_article:track_order"
+
+
+def test_golden_label_from_a_file_adds_every_judgment_of_jsonl_or_tsv_in_one_go(seeded, tmp_path):
+    from surreal_eval.golden.labels import add_labels
+
+    jsonl = tmp_path / "graded.jsonl"
+    jsonl.write_text('{"question": "money_back", "doc": "update_payment", "grade": 2, "note": "it does", "text": "ignored"}\n'
+                     '\n# a comment\n'
+                     '{"question": "seval_question:money_back", "doc": "seval_article:track_order", "grade": 0}\n'
+                     '{"question": "where_parcel", "doc": "return_item", "grade": null}\n')
+    done = add_labels(seeded, jsonl, by="ana")
+    assert (done.actions, done.unchanged, done.ungraded) == ({"label-added": 1, "judged-not-relevant": 1}, 0, 1)
+    row = seeded.value("SELECT relevant, grades, nonrelevant FROM ONLY seval_question:money_back")
+    assert row["relevant"][-1].id == "update_payment" and row["grades"][-1] == 2.0
+    assert [d.id for d in row["nonrelevant"]] == ["track_order"]
+    kept = provenance(seeded, "seval_question:money_back", "seval_article:update_payment")
+    assert (kept["source"], kept["by"], kept["note"]) == ("human", "ana", "it does")
+    # the same file again changes nothing: every judgment is already so
+    again = add_labels(seeded, jsonl)
+    assert (again.actions, again.unchanged) == ({}, 2)
+    tsv = tmp_path / "graded.tsv"
+    tsv.write_text("question\tdoc\tgrade\tnote\nnew_card\tcontact_support\t3\tit helps\nwhere_parcel\treturn_item\t\t\n"
+                   "money_back\tupdate_payment\t2\n")
+    more = add_labels(seeded, tsv)
+    assert (more.actions, more.unchanged, more.ungraded) == ({"label-added": 1}, 1, 1)
+    row = seeded.value("SELECT relevant, grades FROM ONLY seval_question:new_card")
+    assert row["relevant"][-1].id == "contact_support" and row["grades"][-1] == 3.0
+
+
+@pytest.mark.parametrize(("name", "text", "says"), [
+    ("a.jsonl", '{"question": "money_back", "doc": "update_payment", "grade": 1}\n{"question": "money_back", "doc"\n',
+     "a.jsonl:2: not JSON"),
+    ("a.jsonl", '{"question": "money_back", "doc": "update_payment", "grade": -1}\n', "a.jsonl:1: grade -1"),
+    ("a.jsonl", '{"question": "money_back", "doc": "update_payment", "grade": "high"}\n', "a.jsonl:1: grade 'high' is no number"),
+    ("a.jsonl", '{"question": "money_back", "doc": "update_payment"}\n', "a.jsonl:1: no grade"),
+    ("a.jsonl", '[1, 2]\n', "a.jsonl:1: each line must be a JSON object"),
+    ("a.jsonl", '{"question": "money_back", "doc": "update_payment", "grade": 1}\n{"question": "nowhere", "doc": "track_order", "grade": 1}\n',
+     "a.jsonl:2: no question seval_question:nowhere in the golden set seval_question"),
+    ("a.jsonl", '{"question": "money_back", "doc": "update_payment", "grade": 1}\n{"question": "money_back", "doc": "gone", "grade": 1}\n',
+     "a.jsonl:2: no record seval_article:gone"),
+    ("a.jsonl", '{"question": "money_back", "doc": "update_payment", "grade": 1}\n'
+                '{"question": "seval_question:money_back", "doc": "seval_article:update_payment", "grade": 0}\n',
+     "a.jsonl:2: seval_question:money_back seval_article:update_payment is judged twice (line 1 too)"),
+    ("a.tsv", "money_back\tupdate_payment\n", "a.tsv:1: expected question, doc, grade"),
+])
+def test_golden_label_from_a_file_refuses_a_bad_line_naming_file_and_line_and_writes_nothing(seeded, tmp_path, name, text, says):
+    from surreal_eval.golden.labels import add_labels
+
+    path = tmp_path / name
+    path.write_text(text)
+    before = snapshot(seeded)
+    with pytest.raises(InputError) as refused:
+        add_labels(seeded, path)
+    assert str(refused.value).startswith(f"{path.parent}/") and says in str(refused.value)
+    assert snapshot(seeded) == before
+
+
+def test_golden_label_from_a_file_refused_by_the_database_names_the_line_and_writes_nothing(lesson, tmp_path):
+    """A rule only the database checks (a record of a table labels may not name) is named with its line; the rows
+    before it are not written either."""
+    from surreal_eval.golden.labels import add_labels
+
+    path = tmp_path / "a.jsonl"
+    path.write_text('{"question": "money_back", "doc": "article:update_payment", "grade": 1}\n'
+                    '{"question": "money_back", "doc": "question:where_parcel", "grade": 1}\n')
+    before = snapshot(lesson)
+    with pytest.raises(InputError, match=r"a\.jsonl:2: question:where_parcel is"):
+        add_labels(lesson, path)
+    assert snapshot(lesson) == before
+
+
+def test_the_cli_labels_from_a_file_and_refuses_in_one_line(tmp_path):
+    url = f"surrealkv://{tmp_path / 'store'}"
+    assert runner.invoke(app, ["--url", url, "init", "--demo"]).exit_code == 0
+    path = tmp_path / "graded.jsonl"
+    path.write_text('{"question": "money_back", "doc": "update_payment", "grade": 1}\n{"question": "money_back", "doc": "track_order", "grade": 0}\n')
+    done = runner.invoke(app, ["--url", url, "golden", "label", "--from-file", str(path), "--by", "ana"])
+    assert done.exit_code == 0, done.output
+    assert "1 judged-not-relevant, 1 label-added; 0 already so" in done.stdout
+    for args, says in (([str(path)], "1:"), (["money_back", "--from-file", str(path)], "give no QUESTION, DOC or --not"),
+                       (["money_back"], "needs QUESTION and DOC")):
+        if args == [str(path)]:
+            path.write_text('{"question": "money_back", "doc": "update_payment", "grade": "x"}\n')
+            args = ["--from-file", str(path)]
+        refused = runner.invoke(app, ["--url", url, "golden", "label", *args])
+        assert refused.exit_code == 2 and says in refused.stderr and len(refused.stderr.strip().splitlines()) == 1, refused.output

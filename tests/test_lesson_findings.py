@@ -5,12 +5,12 @@ from __future__ import annotations
 import pytest
 
 from surreal_eval import evaluate, run_demo
-from surreal_eval.runs.demo import DEMO_KS
+from surreal_eval.runs.demo import DEMO_FLOORS, DEMO_KS
 
 
 @pytest.fixture
 def report(seeded):
-    return evaluate(seeded, ks=DEMO_KS, per_question=True)
+    return evaluate(seeded, ks=DEMO_KS, per_question=True, params={"floors": DEMO_FLOORS})  # as the demo runs it
 
 
 def ranked(report, question, retriever, k):
@@ -94,7 +94,17 @@ def test_fn_evaluate_returns_means_and_the_sweep_and_records_nothing(seeded, rep
     assert seeded.value("RETURN count(SELECT id FROM seval_ranking WHERE run NOTINSIDE $r)", {"r": [r["id"] for r in runs]}) == 0
     means = {m["retriever"]: m["metrics"]["recall"] for m in got["means"]}
     assert means == {r: mean(report, r, 5) for r in ("bm25", "vector", "hybrid", "hybrid_floor")}
-    assert {s["floor"] for s in got["sweep"]} == {0, 1, 2, 3, 4, 5}
+    assert {s["floor"] for s in got["sweep"]} == {0, 1.5, 2.25, 3, 4.5, 6}  # around the default floor 3 (floors_around)
+
+
+def test_the_sweep_tries_floors_around_the_runs_floor_and_the_demo_whole_floors(seeded, report):
+    """The sweep was 0 to 5 whatever --floor said; it is now 0 and a half to twice the run's floor."""
+    assert sorted({row.floor for row in report.sweep}) == DEMO_FLOORS
+    at_two = evaluate(seeded, ks=[3], params={"floor": 2.0})
+    assert sorted({row.floor for row in at_two.sweep}) == [0, 1, 1.5, 2, 3, 4]
+    at_ten = evaluate(seeded, ks=[3], params={"floor": 10.0})
+    assert sorted({row.floor for row in at_ten.sweep}) == [0, 5, 7.5, 10, 15, 20]
+    assert seeded.value("RETURN fn::seval::floors_around(0)") == [0, 1, 2, 3, 4, 5]
 
 
 def test_demo_reports_the_same_numbers():

@@ -268,3 +268,27 @@ def test_a_beir_query_id_may_start_with_a_hash_where_a_trec_line_so_starting_is_
     trec = tmp_path / "qrels.txt"
     trec.write_text("# a comment trec_eval skips\nq2 0 d2 2\n", encoding="utf-8")
     assert read_qrels(trec, format="trec").judgments == {"q2": {"d2": 2.0}}
+
+
+def test_a_corpus_the_harness_loaded_under_another_name_can_be_labelled_and_evaluated(db):
+    """`load corpus --corpus seval_x` used to be a dead end: labels could name seval_article or attached tables only."""
+    from surreal_eval import Article, Question, evaluate
+    from surreal_eval.golden.files import load_golden
+    from surreal_eval.load.bulk import load_corpus
+
+    load_corpus(db, [Article(id="d1", content="refund policy", embedding=[1, 0, 0, 0]),
+                     Article(id="d2", content="password reset", embedding=[0, 1, 0, 0])], table="seval_x")
+    report = load_golden(db, [Question(id="q1", text="refund", embedding=[1, 0, 0, 0], relevant=["d1"])], label_table="seval_x")
+    assert report.labels == 1
+    assert str(db.value("SELECT VALUE relevant[0] FROM ONLY seval_question:q1")) == "seval_x:d1"
+    run = evaluate(db, ks=[1], retrievers=["vector"], params={"corpus": "seval_x"})
+    assert [r.scores["recall"] for r in run.results] == [1.0]
+
+
+def test_labels_for_a_corpus_never_loaded_say_how_to_load_it(db):
+    from surreal_eval import Question
+    from surreal_eval.errors import ConfigError
+    from surreal_eval.golden.files import load_golden
+
+    with pytest.raises(ConfigError, match=r"not seval_y: `surreal-eval load corpus FILE --corpus seval_y` first"):
+        load_golden(db, [Question(id="q1", text="refund", embedding=[1, 0, 0, 0], relevant=["d1"])], label_table="seval_y")

@@ -10,6 +10,7 @@ import json
 import os
 import pty
 import re
+import shlex
 import struct
 import subprocess
 import sys
@@ -115,3 +116,13 @@ def test_a_console_narrower_than_one_value_column_folds_the_cells_and_cuts_nothi
     assert widest(text) <= 30 and "…" not in text
     letters = "".join(line.split("│")[1].strip() for line in text.splitlines() if line.startswith("│"))
     assert name in letters.replace(" ", "")
+
+
+def test_a_label_command_wider_than_the_terminal_is_broken_with_backslashes_and_runs_as_pasted():
+    from surreal_eval.present.writing import command_lines
+
+    command = "surreal-eval golden label seval_question:rate_limit seval_article:refund_request --golden 'my set'"
+    lines = command_lines(command, 40)
+    assert max(len(line) for line in lines) <= 40 and all(line.endswith(" \\") for line in lines[:-1])
+    assert shlex.split(" ".join(line.removesuffix("\\") for line in lines)) == shlex.split(command)  # the shell joins them
+    assert command_lines("surreal-eval golden label q d", 80) == ["  surreal-eval golden label q d"]

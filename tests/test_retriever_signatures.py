@@ -22,18 +22,18 @@ from .test_user_retrievers import USER_FUNCTIONS, assert_refused, assert_rows_re
 #: their bodies read the demo's seval_article where the lesson's read its article table.
 LESSON_FUNCTIONS = r"""
 DEFINE FUNCTION fn::retrieve_bm25($q: string, $k: int) -> array {
-    RETURN (SELECT id, search::score(1) AS s FROM seval_article WHERE content @1,OR@ $q ORDER BY s DESC, id LIMIT $k).id;
+    RETURN (SELECT id, search::score(1) AS s FROM seval_article WHERE bm25_text @1,OR@ $q ORDER BY s DESC, id LIMIT $k).id;
 };
 DEFINE FUNCTION fn::retrieve_vec($qvec: array<float>, $k: int) -> array {
     RETURN (SELECT id, vector::distance::knn() AS d FROM seval_article WHERE embedding <|10, 40|> $qvec ORDER BY d, id LIMIT $k).id;
 };
 DEFINE FUNCTION fn::retrieve_hybrid($q: string, $qvec: array<float>, $k: int) -> array {
-    LET $bm25 = SELECT id, search::score(1) AS s FROM seval_article WHERE content @1,OR@ $q ORDER BY s DESC LIMIT 10;
+    LET $bm25 = SELECT id, search::score(1) AS s FROM seval_article WHERE bm25_text @1,OR@ $q ORDER BY s DESC LIMIT 10;
     LET $vec = SELECT id, vector::distance::knn() AS d FROM seval_article WHERE embedding <|10, 40|> $qvec ORDER BY d;
     RETURN search::rrf([$bm25, $vec], $k, 60).id;
 };
 DEFINE FUNCTION fn::retrieve_hybrid_floor($q: string, $qvec: array<float>, $k: int, $floor: float) -> array {
-    LET $bm25 = (SELECT id, search::score(1) AS s FROM seval_article WHERE content @1,OR@ $q ORDER BY s DESC LIMIT 10)[WHERE s >= $floor];
+    LET $bm25 = (SELECT id, search::score(1) AS s FROM seval_article WHERE bm25_text @1,OR@ $q ORDER BY s DESC LIMIT 10)[WHERE s >= $floor];
     LET $vec = SELECT id, vector::distance::knn() AS d FROM seval_article WHERE embedding <|10, 40|> $qvec ORDER BY d;
     RETURN search::rrf([$bm25, $vec], $k, 60).id;
 };
@@ -46,7 +46,7 @@ DEFINE FUNCTION fn::retrieve_hybrid_floor($q: string, $qvec: array<float>, $k: i
 OTHER_FUNCTIONS = r"""
 DEFINE FUNCTION fn::prefixed($text: string, $prefix: string, $k: int) -> array {
     LET $words = $prefix + ' ' + $text;
-    RETURN SELECT id, search::score(1) AS score FROM seval_article WHERE content @1,OR@ $words ORDER BY score DESC, id LIMIT $k;
+    RETURN SELECT id, search::score(1) AS score FROM seval_article WHERE bm25_text @1,OR@ $words ORDER BY score DESC, id LIMIT $k;
 };
 DEFINE FUNCTION fn::by_name($query: any, $vec: any, $n: number) -> array {
     RETURN (SELECT id, vector::distance::knn() AS d FROM seval_article WHERE embedding <|10, 40|> $vec ORDER BY d, id LIMIT $n).id;
@@ -55,11 +55,11 @@ DEFINE FUNCTION fn::two_ints($text: string, $k: int, $limit: int) { RETURN [] };
 DEFINE FUNCTION fn::two_vectors($a: array<float>, $b: option<array<number>>) { RETURN [] };
 DEFINE FUNCTION fn::unnamed_any($text: string, $thing: any) { RETURN [] };
 DEFINE FUNCTION fn::needs_object($text: string, $filter: object, $k: int) -> array {
-    RETURN SELECT id, search::score(1) AS score FROM seval_article WHERE content @1,OR@ $text AND id != $filter.skip
+    RETURN SELECT id, search::score(1) AS score FROM seval_article WHERE bm25_text @1,OR@ $text AND id != $filter.skip
         ORDER BY score DESC, id LIMIT $k;
 };
 DEFINE FUNCTION fn::fused_top($query: string, $vector: array<float>, $limit: int) -> array {
-    LET $bm25 = (SELECT id, search::score(1) AS s FROM seval_article WHERE content @1,OR@ $query ORDER BY s DESC, id LIMIT $limit).id;
+    LET $bm25 = (SELECT id, search::score(1) AS s FROM seval_article WHERE bm25_text @1,OR@ $query ORDER BY s DESC, id LIMIT $limit).id;
     LET $vec = (SELECT id, vector::distance::knn() AS d FROM seval_article WHERE embedding <|10, 40|> $vector ORDER BY d, id LIMIT $limit).id;
     RETURN array::distinct($bm25.concat($vec)).map(|$id| { id: $id, score:
         (IF $id IN $bm25 { 1.0 / (61 + array::find_index($bm25, $id)) } ELSE { 0.0 })

@@ -258,6 +258,13 @@ def test_score_command_records_a_run_and_refuses_with_exit_2(tmp_path):
     assert data["retrievers"] == ["prod"] and data["label"] == "prod log" and data["params"]["supplied"]["absent"] == {"prod": 7}
     listed = json.loads(runner.invoke(app, [*store, "runs", "list", "--json"]).stdout)
     assert [r["label"] for r in listed] == ["prod log"]
+    shown = runner.invoke(app, [*store, "score", str(good), "--k", "1", "--no-record"])  # scored, printed, not recorded
+    assert shown.exit_code == 0, shown.output
+    header = shown.stdout.splitlines()[0]
+    assert header == "run not recorded (--no-record) (scored from good.trec): 8 questions, corpus article, depth 1"  # no RRF, no floor
+    assert [r["label"] for r in json.loads(runner.invoke(app, [*store, "runs", "list", "--json"]).stdout)] == ["prod log"]
+    evaluated = runner.invoke(app, [*store, "evaluate", "--k", "1", "--no-record"])  # the database's retrievers fuse: both shown
+    assert evaluated.stdout.splitlines()[0].endswith("depth 1, RRF constant 60, floor 3.0")
 
 
 def test_an_evaluator_scores_a_file_but_cannot_register_an_endpoint(tmp_path):

@@ -68,3 +68,39 @@ def test_every_accepted_embedded_form_opens(url, tmp_path):
         assert db.value("RETURN 1 + 1") == 2
     finally:
         db.close()
+
+
+def test_a_store_that_must_exist_is_refused_when_missing_and_nothing_is_made(tmp_path):
+    """Settings(create=False), what every CLI command but init and the loads opens with (issue 35, 4)."""
+    cases = ((tmp_path / "a" / "b" / "x.db", f"({tmp_path / 'a'}, the folder it would be in, does not exist)"),
+             (tmp_path / "x.db", f"({tmp_path / 'x.db'} does not exist)"))
+    for folder, says in cases:
+        with pytest.raises(ConfigError, match="no store at") as refused:
+            connect(Settings(url=f"surrealkv://{folder}", create=False))
+        assert refused.value.exit_code == 2 and says in str(refused.value)
+    assert list(tmp_path.iterdir()) == []
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(ConfigError, match=r"\(an empty folder\)"):
+        connect(Settings(url=f"surrealkv://{tmp_path / 'empty'}", create=False))
+    assert list((tmp_path / "empty").iterdir()) == []
+    connect(Settings(url=f"surrealkv://{tmp_path / 'made'}")).close()  # the library's default makes one
+    db = connect(Settings(url=f"surrealkv://{tmp_path / 'made'}", create=False))  # which then opens
+    try:
+        assert db.value("RETURN 1 + 1") == 2 and db.new_store is None
+    finally:
+        db.close()
+
+
+def test_the_store_a_failed_command_made_is_removed_and_only_it(tmp_path):
+    db = connect(Settings(url=f"surrealkv://{tmp_path / 'a' / 'b' / 'x.db'}"))
+    made = db.new_store
+    db.close()
+    assert made is not None and made.root == tmp_path / "a" and not made.keep_root
+    made.remove()
+    assert list(tmp_path.iterdir()) == []
+    (tmp_path / "empty").mkdir()
+    db = connect(Settings(url=f"surrealkv://{tmp_path / 'empty'}"))
+    made = db.new_store
+    db.close()
+    made.remove()
+    assert [p.name for p in tmp_path.iterdir()] == ["empty"] and list((tmp_path / "empty").iterdir()) == []

@@ -43,7 +43,7 @@ runner = CliRunner()
 USER_FUNCTIONS = r"""
 DEFINE FUNCTION fn::my_bm25($text: string, $embedding: option<array<number>>, $k: int) -> array {
     LET $words = string::replace($text, <regex> '[^\\p{L}\\p{N}]+', ' ');
-    RETURN (SELECT id, search::score(1) AS score FROM seval_article WHERE content @1,OR@ $words ORDER BY score DESC, id ASC LIMIT $k)[WHERE score > 0];
+    RETURN (SELECT id, search::score(1) AS score FROM seval_article WHERE bm25_text @1,OR@ $words ORDER BY score DESC, id ASC LIMIT $k)[WHERE score > 0];
 };
 DEFINE FUNCTION fn::my::ids($text: string, $embedding: option<array<number>>, $k: int) -> array<record<seval_article>> {
     RETURN fn::my_bm25($text, $embedding, $k).id;
@@ -145,6 +145,35 @@ def test_a_function_removed_after_registration_is_named_when_a_run_needs_it(mine
     assert str(refused.value) == ("retriever mine calls fn::my_bm25, which no longer exists: define it again, "
                                   "or `surreal-eval retriever remove mine`")
     assert evaluate(mine, ks=[3], retrievers=["bm25"]).results  # the others still run
+
+
+def test_a_function_redefined_with_another_signature_names_the_retriever_and_how_to_register_it_again(mine):
+    mine.query("DEFINE FUNCTION OVERWRITE fn::my_bm25($k: int, $text: string) { RETURN [] }")  # parameters swapped
+    with pytest.raises(ConfigError) as refused:
+        evaluate(mine, ks=[3], retrievers=["mine_hybrid"])
+    assert str(refused.value) == (
+        "retriever mine: fn::my_bm25 was redefined since it was registered: its parameters are now ($k: int, $text: string), "
+        "which get k, text, and were registered to get text, embedding, k; register it again: `surreal-eval retriever remove mine` "
+        "then `surreal-eval retriever add mine --function fn::my_bm25`")
+    mine.query("DEFINE FUNCTION OVERWRITE fn::my_bm25($q: string, $n: int, $lang: string) { RETURN [] }")  # they no longer bind
+    with pytest.raises(ConfigError, match=r"^retriever mine: fn::my_bm25 was redefined .* which do not bind \(fn::my_bm25: parameter"):
+        evaluate(mine, ks=[3], retrievers=["mine"])
+    mine.query("DEFINE FUNCTION OVERWRITE fn::my_bm25($text: string, $embedding: option<array<number>>, $k: int) "
+               "{ RETURN [{ id: seval_article:refund_request, score: 1.0 }] }")  # another body, the same signature: it runs
+    run = evaluate(mine, ks=[1], retrievers=["mine"], per_question=True)
+    assert {r.ranked[0] for r in run.per_question} == {"seval_article:refund_request"}
+
+
+def test_registration_says_when_a_function_breaks_ties_at_random_and_not_when_it_scores_them(seeded):
+    """Bare records in another order at every call (ties broken at random, as search::rrf does) make two runs of the
+    same data differ; {id, score} objects with tied scores are ordered by id, the same at every call."""
+    seeded.query("DEFINE FUNCTION fn::coin($text: string, $k: int) "
+                 "{ RETURN array::slice(array::shuffle((SELECT VALUE id FROM seval_article)), 0, $k) };"
+                 "DEFINE FUNCTION fn::tied($text: string, $k: int) "
+                 "{ RETURN array::shuffle((SELECT VALUE id FROM seval_article)).map(|$r| { id: $r, score: 1.0 }) };")
+    assert add_function_retriever(seeded, "coin", function="fn::coin").repeatable is False  # 10 records: the same order twice 1 in 10!
+    tied = add_function_retriever(seeded, "tied", function="fn::tied")
+    assert tied.repeatable is True and tied.prefix is True
 
 
 def test_the_parameters_are_read_from_the_definition_nested_types_and_all():

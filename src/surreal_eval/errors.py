@@ -17,7 +17,7 @@
     └── IngestEvaluationFailed       an evaluation after an ingest failed; the ingest and its records are
                                      kept, the failure recorded on the ingest row    (exit 6)
 
-Exit 1 is kept for "the gate regressed"; no error exits 1. An interruption (Ctrl-C, KeyboardInterrupt)
+Exit 1 is kept for "the gate regressed" (and `golden dangling` listing labels); no error exits 1. An interruption (Ctrl-C, KeyboardInterrupt)
 exits 130 with one line saying what the interrupted work kept and what it discarded: the notes that
 `on_interrupt` adds to the KeyboardInterrupt on its way out.
 """

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import math
 import re
 from collections.abc import Sequence
@@ -14,6 +15,7 @@ from pydantic import AfterValidator, Field
 from .errors import ConfigError
 
 __all__ = ["DEFAULT_KS", "LIMITS", "METRICS", "QUOTED_KEY", "MetricSpec", "RecordKey", "check_number", "check_params", "file_metrics",
+           "metric_suggestion",
            "parse_ks", "parse_metric", "parse_retrievers", "quoted_key", "surql_dir"]
 
 _METRIC_FUNCTION = re.compile(r"^DEFINE FUNCTION (?:OVERWRITE )?fn::seval::metric_([A-Za-z0-9_]+)\(", re.MULTILINE)
@@ -124,20 +126,45 @@ def _positive_int(text: str, what: str) -> int:
     return parse_number("k", text, option=what)
 
 
+_NAME_THEN_K = re.compile(r"^([A-Za-z_]+?)_?(\d+)$")
+
+
+def metric_suggestion(text: str, known: Sequence[str] | None = None) -> str | None:
+    """The NAME@K probably meant by `text`, a metric not written NAME@K with NAME one of `known` (default METRICS):
+    `recall5` -> recall@5, `recal@5` -> recall@5, `ndcg` -> ndcg@10; None when no known name is close."""
+    known = METRICS if known is None else known
+    name, sep, k = text.strip().partition("@")
+    glued = _NAME_THEN_K.match(name) if not sep else None
+    if glued and glued[1] in known:  # recall5: the @ left out
+        return f"{glued[1]}@{glued[2]}"
+    cutoff = k.strip() if sep and k.strip().isdigit() else "10" if name.startswith("ndcg") else "5"
+    if name in known:
+        return f"{name}@{cutoff}"
+    close = difflib.get_close_matches(glued[1] if glued else name, list(known), n=1, cutoff=0.6)
+    if close:
+        return f"{close[0]}@{glued[2] if glued else cutoff}"
+    return None
+
+
 def parse_metric(text: str, known: Sequence[str] | None = None) -> MetricSpec:
     """`recall@5` -> MetricSpec('recall', 5); the name must be one of `known` (default METRICS)."""
     known = METRICS if known is None else known
     name, sep, k = text.strip().partition("@")
     if name not in known or not sep:
-        raise ConfigError(f"unknown metric {text!r}: use NAME@K with NAME one of {', '.join(known)}")
+        meant = metric_suggestion(text, known)
+        hint = f" (did you mean {meant}?)" if meant else ""
+        raise ConfigError(f"unknown metric {text!r}{hint}: use NAME@K with NAME one of {', '.join(known)}")
     return MetricSpec(name, _positive_int(k, f"the cutoff in {text!r}"))
 
 
 def parse_ks(text: str) -> list[int]:
-    """`1,3,5` -> [1, 3, 5]: distinct positive cutoffs, sorted."""
-    parts = [p for p in text.split(",") if p.strip()]
-    if not parts:
+    """`1,3,5` -> [1, 3, 5]: distinct positive cutoffs, sorted; an empty place (`1,,3`, `1,3,`) is refused."""
+    if not text.strip():
         raise ConfigError("no cutoff given: pass --k as a comma-separated list such as 1,3,5")
+    parts = text.split(",")
+    if any(not p.strip() for p in parts):
+        raise ConfigError(f"--k {text!r} has an empty cutoff (two commas in a row, or one at an end): give a "
+                          "comma-separated list of cutoffs such as 1,3,5")
     ks = [_positive_int(p, "every k") for p in parts]
     repeated = sorted({k for k in ks if ks.count(k) > 1})
     if repeated:

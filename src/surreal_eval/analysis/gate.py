@@ -44,7 +44,7 @@ from .compare import Change, QuestionDelta, compare_reports
 from .sources import REFERENCE, SOURCE_ORDER, SourceDelta, question_sources, source_deltas
 from ..store.connection import Database, record_str, to_record
 from ..errors import ConfigError, NotComparable
-from ..grammar import parse_metric
+from ..grammar import METRICS, metric_suggestion, parse_metric
 from ..stats import p_phrase
 
 __all__ = ["GateCheck", "GateResult", "gate"]
@@ -161,7 +161,10 @@ def _metric_list(metric: str | Iterable[str], known: list[str] | None) -> list[s
         raise ConfigError("no metric to gate on: pass NAME@K such as recall@5")
     for name in names:
         if "@" not in name:
-            raise ConfigError(f"gate on a metric at a cutoff, such as {name}@5, not {name!r}")
+            meant = metric_suggestion(name, known)
+            such = (f"did you mean {meant}?" if meant
+                    else f"such as recall@5, with NAME one of {', '.join(known or METRICS)}")
+            raise ConfigError(f"gate on a metric at a cutoff, NAME@K, not {name!r}: {such}")
     return [str(parse_metric(name, [name.partition("@")[0].strip()] if known is None else known)) for name in names]
 
 
@@ -188,6 +191,7 @@ def gate(
     _metric_list(metric, None)  # the form first, before any run is read; the names once the runs say theirs
     candidate_report = load_for_comparison(db, "latest" if candidate is None else candidate)
     candidate_id = to_record(candidate_report.run, "seval_run")
+    _metric_list(metric, candidate_report.metrics)  # the names, before a missing baseline could hide a mistyped one
     if isinstance(baseline, str) and baseline.strip() == "latest" and candidate in (None, "latest"):
         # 0.1's spelling: gate's `latest` meant the run before the candidate (now `previous`, as everywhere)
         warnings.warn("gate(baseline='latest') meant the run before the candidate: write baseline='previous' (the old spelling goes in "

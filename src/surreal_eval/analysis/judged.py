@@ -3,6 +3,9 @@ documents than the other's, since an unjudged document counts as non-relevant (t
 
     judged_warnings(a, b, retrievers, ks, questions)  one line per retriever and k whose mean judged@k
                                                        differs by more than JUDGED_GAP
+
+Where the judgments are positive only (every judged document relevant: all of BEIR, click labels, generated
+questions), judged@k is precision@k, and a gap in it is the regression itself, not a want of judgments: no line.
 """
 
 from __future__ import annotations
@@ -27,14 +30,22 @@ def _mean_judged(rows: Mapping[str, QuestionResult], questions: Sequence[str]) -
     return sum(values) / len(values)
 
 
+def _judged_non_relevant(rows: Mapping[str, QuestionResult], questions: Sequence[str]) -> bool:
+    """Whether a top k of `rows` holds a document judged non-relevant (judged@k above precision@k)."""
+    return any((rows[q].scores.get("judged") or 0.0) - (rows[q].scores.get("precision") or 0.0) > 1e-9 for q in questions if q in rows)
+
+
 def judged_warnings(a: Index, b: Index, retrievers: Sequence[str], ks: Sequence[int], questions: Sequence[str]) -> list[str]:
     """A line for each retriever and k whose mean judged@k over `questions` differs between runs A
-    and B by more than JUDGED_GAP (none when a run has no judged@k)."""
+    and B by more than JUDGED_GAP (none when a run has no judged@k, and none when neither top k holds a document
+    judged non-relevant: judged@k is then precision@k, and its gap the regression itself)."""
     lines = []
     for retriever in retrievers:
         for k in ks:
-            mean_a = _mean_judged(a.get((retriever, k), {}), questions)
-            mean_b = _mean_judged(b.get((retriever, k), {}), questions)
+            rows_a, rows_b = a.get((retriever, k), {}), b.get((retriever, k), {})
+            if not (_judged_non_relevant(rows_a, questions) or _judged_non_relevant(rows_b, questions)):
+                continue
+            mean_a, mean_b = _mean_judged(rows_a, questions), _mean_judged(rows_b, questions)
             if mean_a is None or mean_b is None or abs(mean_a - mean_b) <= JUDGED_GAP:
                 continue
             fewer = "A" if mean_a < mean_b else "B"

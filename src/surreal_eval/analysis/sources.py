@@ -28,7 +28,7 @@ from ..stats import confidence_interval
 from ..store.connection import Database, record_str
 
 __all__ = ["REFERENCE", "SOURCE_ORDER", "SourceDelta", "SourceMean", "question_sources", "run_source_means",
-           "source_deltas", "source_means", "source_of"]
+           "source_deltas", "source_means", "source_of", "sources_note"]
 
 #: The source every other is measured against.
 REFERENCE = "real"
@@ -38,7 +38,8 @@ SOURCE_ORDER = ("real", "ticket", "expert", "click", "production-failure", "synt
 
 class SourceMean(BaseModel):
     """One retriever's mean of `metric` over the `questions` of one source, its 95% interval, and its gap
-    to the real questions' mean (source - real; None for real itself, or when no question is real)."""
+    to the real questions' mean (source - real; None for real itself, or when no question is real, and
+    then `gap_note` says which)."""
 
     retriever: str
     metric: str
@@ -48,6 +49,8 @@ class SourceMean(BaseModel):
     low: float
     high: float
     gap: float | None = None
+    #: why `gap` is None: this is the real mean the gaps are measured from, or no question is real
+    gap_note: str | None = None
 
 
 class SourceDelta(BaseModel):
@@ -101,8 +104,29 @@ def source_means(rows: Sequence[dict], metric: str, order: Callable[[dict], obje
                 real = interval.mean
             found.append(SourceMean(retriever=retriever, metric=label or metric, source=source, questions=interval.n,
                                     mean=interval.mean, low=interval.low, high=interval.high,
-                                    gap=None if source == REFERENCE or real is None else interval.mean - real))
+                                    gap=None if source == REFERENCE or real is None else interval.mean - real,
+                                    gap_note=_gap_note(source, real)))
     return found
+
+
+def _gap_note(source: str, real: float | None) -> str | None:
+    """Why a source has no gap to real (None when it has one)."""
+    if source == REFERENCE:
+        return f"the {REFERENCE} questions are what every other source's gap is measured from"
+    if real is None:
+        return f"no question is {REFERENCE} (a question whose source is not set counts as {REFERENCE}): no gap to measure"
+    return None
+
+
+def sources_note(rows: Sequence[SourceMean], *, recorded: bool = True, labelled: bool = True) -> str | None:
+    """Why a run has no means per question source (None when it has them): not recorded, nothing judged, or one source."""
+    if rows:
+        return None
+    if not recorded:
+        return "no run was recorded (--no-record): the means per question source are read from a recorded run"
+    if not labelled:
+        return "no question is judged: no mean to split by source"
+    return "the questions scored hold one source: the overall means are that source's means"
 
 
 def run_source_means(db: Database, run: str | RecordID, metric: str = "recall@5") -> list[SourceMean]:

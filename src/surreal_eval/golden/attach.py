@@ -105,12 +105,9 @@ def attach_golden(
     golden = GoldenSet(name=table, attached=True, fields=fields)
     rows = golden_rows(db, golden)
     _problems(table, fields, rows, config.dimension)
-    misplaced = db.value("RETURN fn::seval::misplaced_labels($rows)", {"rows": rows})
+    misplaced = db.value("RETURN fn::seval::label_problem($g, $rows, 'miss').problem", {"g": golden.model_dump(), "rows": rows})
     if misplaced:
-        first = misplaced[0]
-        raise InputError(f"question {record_str(first['question'])} of {table} is labelled with {record_str(first['label'])}, "
-                         f"which is not a record of a corpus you attached (nor of the table its records belong to): "
-                         f"attach that table first (surreal-eval attach) ({len(misplaced)} labels affected); nothing was attached")
+        raise InputError(f"{misplaced}; nothing was attached")
     dangling = db.value("RETURN fn::seval::dangling_labels($rows)", {"rows": rows})
     to_embed = [r for r in rows if r.get("embedding") is None]
     extras = []

@@ -1,4 +1,13 @@
-"""Labels from clicks: clicks over expected clicks (COEC), a position-corrected click model.
+"""Labels from clicks: a click model chosen by the log (golden/click_models.py), or clicks over expected clicks.
+
+`ClickModel.name` says which: `auto` (the default) fits PBM, the cascade model, UBM and COEC on three
+quarters of the log and takes the one that predicts the held-out quarter best; a name forces one. A
+log under MIN_IMPRESSIONS_TO_CHOOSE impressions is too small to hold a part out: auto uses COEC there
+and says so. A fitted model's relevance of a pair is its attractiveness over the mean attractiveness
+of what the log shows (click_models.relevance), and replaces COEC in the rule for a label below
+(`threshold`, default 1: more attractive than the average document shown).
+
+COEC:
 
 Users click what is shown high more often whatever it is (position bias), so a click's worth depends on
 where the document was shown. COEC measures each (query, document) pair against what its positions
@@ -28,25 +37,33 @@ correction buys.
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from .click_models import MIN_IMPRESSIONS_TO_CHOOSE, ClickEvents, Fit, Session, choose, fit_model, relevance
 from .search_log import Impression, normalise
 
-__all__ = ["ClickModel", "PairStats", "derive_labels", "rank_ctr"]
+__all__ = ["ClickModel", "ClickModelName", "LogLabels", "PairStats", "derive_labels", "label_log", "rank_ctr"]
+
+ClickModelName = Literal["auto", "pbm", "cascade", "ubm", "coec"]
 
 
 class ClickModel(BaseModel):
-    """The thresholds of the COEC click model (module docstring)."""
+    """Which click model, and the thresholds of a label (module docstring)."""
 
+    name: ClickModelName = "auto"
     min_impressions: int = Field(default=3, ge=1)
     min_users: int = Field(default=2, ge=1)
     threshold: float = Field(default=1.0, ge=0)
     min_dwell: float = Field(default=5.0, ge=0)
     satisfied_dwell: float = Field(default=30.0, ge=0)
+    #: standard errors a pair's relevance must clear the threshold by (0: the estimate itself, as COEC was)
+    margin: float = Field(default=0.5, ge=0)
     unclicked_not_relevant: bool = False
     position_correction: bool = True
 
@@ -65,10 +82,19 @@ class PairStats:
     expected: float = 0.0
     users: set[str] = field(default_factory=set)
     dwells: list[float] = field(default_factory=list)
+    #: the chosen click model's relevance of the pair (None: COEC's, `coec`)
+    relevance: float | None = None
 
     @property
     def coec(self) -> float:
         return self.clicks / self.expected if self.expected > 0 else 0.0
+
+    def score(self, margin: float) -> float:
+        """What the threshold is held against: the click model's relevance (its margin taken), else COEC less
+        `margin` standard errors (sqrt(clicks) / expected)."""
+        if self.relevance is not None:
+            return self.relevance
+        return self.coec - margin * math.sqrt(self.clicks) / self.expected if self.expected > 0 else 0.0
 
 
 def rank_ctr(impressions: Iterable[Impression], model: ClickModel) -> dict[int, float]:
@@ -114,15 +140,63 @@ def _grade(pair: PairStats, model: ClickModel) -> int:
     return 2 if 2 * satisfied >= len(pair.dwells) else 1
 
 
-def derive_labels(impressions: list[Impression], model: ClickModel, queries: set[str] | None = None
+class LogLabels(BaseModel):
+    """The labels a log earns and how: the click model used, why, and every model's held-out fit (best first)."""
+
+    #: {normalised query: ({document: grade}, [documents judged not relevant])}
+    derived: dict[str, tuple[dict[str, int], list[str]]]
+    #: {normalised query: {document: relevance}} of the labels (COEC under coec)
+    scores: dict[str, dict[str, float]]
+    model: str
+    #: why this model: "forced", "best held-out fit" or why auto could not choose
+    chosen_by: str
+    fits: list[Fit] = []
+
+
+def _sessions(impressions: list[Impression], model: ClickModel) -> list[Session]:
+    return [(normalise(i.query), i.shown, set(model.counted(i))) for i in impressions]
+
+
+def label_log(impressions: list[Impression], model: ClickModel, queries: set[str] | None = None, seed: int = 0
+              ) -> LogLabels:
+    """The labels of the queries `queries` (None: all) under `model.name` fitted to the whole log; auto first
+    chooses by held-out fit on a `seed`ed split (module docstring)."""
+    fits: list[Fit] = []
+    name, chosen_by = model.name, "forced"
+    if name == "auto":
+        if len(impressions) < MIN_IMPRESSIONS_TO_CHOOSE:
+            name, chosen_by = "coec", f"the log's {len(impressions)} impressions are too few to hold a quarter out " \
+                                      f"(auto needs {MIN_IMPRESSIONS_TO_CHOOSE}): COEC, not chosen by fit"
+        else:
+            fits = choose(_sessions(impressions, model), seed)
+            name, chosen_by = fits[0].model, "best held-out log-likelihood"
+    elif len(impressions) >= MIN_IMPRESSIONS_TO_CHOOSE and (name != "coec" or model.position_correction):
+        fits = choose(_sessions(impressions, model), seed, (name,))
+    stats = pair_stats(impressions, model, queries)
+    if name != "coec":
+        events = ClickEvents.of(_sessions(impressions, model))
+        scores = dict(zip(events.pairs, relevance(fit_model(name, events), model.margin).tolist()))
+        for query, pairs in stats.items():
+            for doc, pair in pairs.items():
+                pair.relevance = scores[(query, doc)]
+    derived = _labels(stats, model)
+    kept = {q: {d: stats[q][d].score(model.margin) for d in labels} for q, (labels, _) in derived.items()}
+    return LogLabels(derived=derived, scores=kept, model=name, chosen_by=chosen_by, fits=fits)
+
+
+def derive_labels(impressions: list[Impression], model: ClickModel, queries: set[str] | None = None, seed: int = 0
                   ) -> dict[str, tuple[dict[str, int], list[str]]]:
     """{normalised query: ({document: grade}, [documents judged not relevant])} for the queries `queries`
     (None: all), each query's documents in the order first shown; a query with neither is absent."""
+    return label_log(impressions, model, queries, seed).derived
+
+
+def _labels(stats: dict[str, dict[str, PairStats]], model: ClickModel) -> dict[str, tuple[dict[str, int], list[str]]]:
     derived: dict[str, tuple[dict[str, int], list[str]]] = {}
-    for query, pairs in pair_stats(impressions, model, queries).items():
+    for query, pairs in stats.items():
         labels = {doc: _grade(p, model) for doc, p in pairs.items()
                   if p.impressions >= model.min_impressions and len(p.users) >= model.min_users and p.clicks
-                  and p.coec >= model.threshold}
+                  and p.score(model.margin) >= model.threshold}
         unclicked = [doc for doc, p in pairs.items()
                      if model.unclicked_not_relevant and p.clicks == 0 and p.impressions >= model.min_impressions]
         if labels or unclicked:

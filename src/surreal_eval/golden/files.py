@@ -36,11 +36,14 @@ class DatasetReport(BaseModel):
 
 
 def _label_table(db: Database, table: str) -> None:
-    """Refuse a label table that is none of fn::seval::label_tables (seval_article, an attached table, the table its records belong to)."""
+    """Refuse a label table that is none of fn::seval::label_tables (seval_article, a corpus table loaded or attached, the table an
+    attached one's records belong to)."""
     identifier(table, what="label table")
     if table != DOCUMENTS and table not in db.value("RETURN fn::seval::label_tables()"):
-        raise ConfigError(f"labels can name records of seval_article, of an attached table or of the table its records belong to "
-                          f"(attach --doc), not {table}: run `surreal-eval attach {table} --content FIELD` first")
+        way_on = (f"`surreal-eval load corpus FILE --corpus {table}` first" if table.startswith("seval_")
+                  else f"`surreal-eval attach {table} --content FIELD` first")
+        raise ConfigError(f"labels can name records of seval_article, of a corpus table (loaded or attached) or of the table an attached "
+                          f"one's records belong to (attach --doc), not {table}: {way_on}")
 
 
 def _see_loaded_labels(db: Database, source: str = "file") -> None:

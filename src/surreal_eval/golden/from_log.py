@@ -1,12 +1,14 @@
 """`golden from-log`: a search log made into questions of the harness's own golden set with click labels.
 
 The whole log is read and checked first (every line, every id naming a record), then its queries are
-grouped and sampled (module search_log), labels derived with the COEC click model (module click_model),
-and the questions loaded through `load_golden`, all or nothing: any refusal leaves the database as it was.
+grouped and sampled (module search_log), labels derived with a click model the log chooses by held-out
+fit, or the one named (modules click_model, click_models), and the questions loaded through
+`load_golden`, all or nothing: any refusal leaves the database as it was.
 Each question's id comes from its normalised text (`click_` and 8 hex digits of its sha256), so loading
 the same log again writes the same questions and labels; a question of another source with the same
 text stays a question of its own beside it. Questions sampled whose query earned no label are loaded
-unlabelled (ranked, left out of every mean).
+unlabelled (ranked, left out of every mean). Each label's provenance (source click) names the click model,
+how it was chosen, its held-out fit and the pair's relevance.
 """
 
 from __future__ import annotations
@@ -18,12 +20,14 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from ..errors import ConfigError, InputError
-from ..models import Question
+from ..models import LabelProvenance, Question
 from ..store.connection import Database, record_str, to_record
 from ..store.schema import DOCUMENTS, harness_config
 from ..load.bulk import LoadReport
 from ..golden.files import load_golden
-from .click_model import ClickModel, derive_labels
+from .click_model import ClickModel, LogLabels, label_log
+from .click_models import Fit
+from .labels import who
 from ..load.embedding import Embedder
 from .search_log import Impression, LogFormat, QueryGroup, group_queries, read_log, sample_queries
 from ..load.staging import Progress, batches
@@ -49,6 +53,11 @@ class FromLogReport(BaseModel):
     grades: dict[str, int]
     judged_not_relevant: int
     model: ClickModel
+    #: the click model the labels came from, and why it (auto: best held-out log-likelihood)
+    click_model: str = "coec"
+    chosen_by: str = ""
+    #: every click model's held-out fit, best first (empty when the log is too small to hold a part out)
+    fits: list[Fit] = []
     #: whose embedding came from a question of the same text already stored (no embedder given)
     reused_embeddings: int = 0
     load: LoadReport | None = None
@@ -87,15 +96,30 @@ def _stored_embeddings(db: Database, texts: list[str]) -> dict[str, list[float]]
     return {row["text"]: row["embedding"] for row in rows}
 
 
-def log_questions(impressions: list[Impression], groups: list[QueryGroup], model: ClickModel) -> list[Question]:
-    """The questions the sampled `groups` become, with the labels `model` derives from the whole log."""
-    derived = derive_labels(impressions, model, {g.normalised for g in groups})
+def _provenance(found: LogLabels, query: str, labels: dict[str, int]) -> dict[str, LabelProvenance] | None:
+    """Each label's provenance: the click model, how it was chosen, its held-out fit, the pair's relevance."""
+    if not labels:
+        return None
+    fit = next((f for f in found.fits if f.model == found.model), None)
+    how = (f"{found.chosen_by}: held-out log-likelihood {fit.log_likelihood:.4f} per impression, perplexity "
+           f"{fit.perplexity:.4f}, {fit.held_out_impressions} of {fit.held_out_impressions + fit.train_impressions} "
+           f"impressions held out") if fit else found.chosen_by
+    by = who()
+    return {doc: LabelProvenance(source="click", by=by, note=f"click model {found.model} ({how}); relevance "
+                                 f"{found.scores[query][doc]:.3f}") for doc in labels}
+
+
+def log_questions(impressions: list[Impression], groups: list[QueryGroup], model: ClickModel, *, seed: int = 0,
+                  found: LogLabels | None = None) -> list[Question]:
+    """The questions the sampled `groups` become, with the labels `model` derives from the whole log (`found`:
+    label_log's answer, when already computed; `seed`: auto's held-out split)."""
+    found = found or label_log(impressions, model, {g.normalised for g in groups}, seed)
     questions = []
     for group in groups:
-        labels, unclicked = derived.get(group.normalised, ({}, []))
+        labels, unclicked = found.derived.get(group.normalised, ({}, []))
         questions.append(Question(id=click_question_id(group.normalised), text=group.text, source="click",
                                   frequency=group.frequency, relevant=list(labels), grades=[float(g) for g in labels.values()],
-                                  nonrelevant=unclicked or None))
+                                  nonrelevant=unclicked or None, provenance=_provenance(found, group.normalised, labels)))
     ids = Counter(q.id for q in questions)
     if len(ids) != len(questions):
         raise InputError(f"two queries share the question id {ids.most_common(1)[0][0]} (a sha256 prefix collision)")
@@ -120,7 +144,8 @@ def golden_from_log(
     golden set and their click labels (provenance source 'click'), all or nothing.
 
     Questions: the `top` most frequent normalised queries and `sample` more drawn by frequency (`seed`).
-    Labels: `model` (ClickModel defaults). Embeddings: `embedder`; with none, a question takes the embedding
+    Labels: `model` (ClickModel defaults: the click model auto chooses by held-out fit on a split drawn with
+    `seed`). Embeddings: `embedder`; with none, a question takes the embedding
     of a stored question with exactly its text, and the others are refused as `load golden` refuses them.
     Ids name records of `label_table` (bare) or `table:id`, as labels do (default: the corpus a run
     searches by default). `load` False reads, checks and derives without writing (a dry run).
@@ -135,7 +160,8 @@ def golden_from_log(
     _check_ids(db, impressions, label_table, source)
     impressions = _canonical(impressions, label_table)
     head, tail = sample_queries(group_queries(impressions), top=top, sample=sample, seed=seed)
-    questions = log_questions(impressions, head + tail, model)
+    found = label_log(impressions, model, {g.normalised for g in head + tail}, seed)
+    questions = log_questions(impressions, head + tail, model, found=found)
     reused = 0
     if embedder is None:
         stored = _stored_embeddings(db, [q.text for q in questions])
@@ -147,7 +173,7 @@ def golden_from_log(
         questions=len(questions), labelled=sum(bool(q.relevant) for q in questions),
         unlabelled=sum(not q.relevant for q in questions), labels=sum(len(q.relevant) for q in questions),
         grades=dict(sorted(grades.items())), judged_not_relevant=sum(len(q.nonrelevant or []) for q in questions),
-        model=model, reused_embeddings=reused)
+        model=model, click_model=found.model, chosen_by=found.chosen_by, fits=found.fits, reused_embeddings=reused)
     if not load:
         return report
     loaded = load_golden(db, questions, embedder=embedder, progress=progress, label_table=label_table,

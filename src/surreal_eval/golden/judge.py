@@ -13,7 +13,12 @@
    counted. The holes' grades are stored in one statement (fn::seval::add_model_judgments) as model
    judgments, never among the human ones; the agreement answers are not stored: they give Cohen's kappa
    between the humans (relevant: grade above 0) and the model (relevant: grade 2 or 3, the mapping a run
-   on human+model judgments uses).
+   on human+model judgments uses), with a bootstrap interval; where either side gave one answer to every pair
+   kappa is not measurable (it would be 0 whatever the model said) and the report says why and what to judge.
+5. After storing, the run's retrievers are ordered under human and under human+model judgments
+   (golden/agreement.py: Kendall's tau per metric, a warning when the model's labels change which one ranks
+   first), and with `calibrate` N pairs the model judged are drawn for a person to label (`golden agreement`
+   then measures the agreement on them).
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ from typing import Any, Optional
 from pydantic import BaseModel
 
 from ..kappa import Agreement, agreement
+from .agreement import MODEL_RELEVANT, CalibrationPair, Orderings, calibration_draw, pair_texts, retriever_orderings
 from ..errors import InputError, on_interrupt
 from ..store.access import require_owner
 from .chat import OpenAIChat
@@ -37,8 +43,13 @@ from ..store.run_refs import resolve_run
 
 __all__ = ["MODEL_RELEVANT", "JudgeReport", "default_judge_prompt", "judge_run"]
 
-#: The lowest model grade a run on human+model judgments counts as relevant (its label grade: the model's less one).
-MODEL_RELEVANT = 2
+#: What to do when the human-judged sample's kappa cannot be measured.
+SAMPLE_ADVICE = {
+    "the humans": "judge some documents not relevant (`golden label Q DOC --not`), or measure on the pairs the model judged: "
+                  "`golden judge --calibrate N`, label them, then `golden agreement`",
+    "the model": "the model gave one answer to every sampled pair: ask about more (--agreement N), or measure on the pairs it "
+                 "judged: `golden judge --calibrate N`, label them, then `golden agreement`",
+}
 
 
 class JudgeReport(BaseModel):
@@ -63,6 +74,11 @@ class JudgeReport(BaseModel):
     agreement_asked: int
     agreement_unparsable: int
     agreement: Agreement
+    #: the run's retrievers ordered under human and under human+model judgments (Kendall's tau per metric)
+    orderings: Orderings
+    #: pairs the model judged drawn for a person to label (--calibrate N), stratified by the model's grade
+    calibration: list[CalibrationPair]
+    warnings: list[str]
 
 
 def default_judge_prompt() -> str:
@@ -90,12 +106,14 @@ def agreement_sample(judged: list[dict[str, Any]], count: int, *, seed: int = 0)
 
 def judge_run(db: Database, chat: OpenAIChat, *, run: str, k: int, retrievers: list[str] | None = None,
               agreement_pairs: int = 50, seed: int = 0, prompt: str | None = None,
-              by: Optional[str] = None) -> JudgeReport:
+              by: Optional[str] = None, calibrate: int = 0, resamples: int = 10_000) -> JudgeReport:
     """Ask `chat` to grade the unjudged documents in run `run`'s (an id, latest or previous) top `k` and store the grades as model
     judgments; ask it about `agreement_pairs` human-judged pairs too and measure the agreement, as the module says."""
     _owner(db)
     if agreement_pairs < 0:
         raise InputError(f"--agreement must be 0 or more, not {agreement_pairs}")
+    if calibrate < 0:
+        raise InputError(f"--calibrate must be 0 or more, not {calibrate}")
     template = require(default_judge_prompt() if prompt is None else prompt, {"question": "the question", "passage": "the document's text"})
     digest = hashlib.sha256(template.encode("utf-8")).hexdigest()
     run_id = resolve_run(db, run)
@@ -111,10 +129,7 @@ def judge_run(db: Database, chat: OpenAIChat, *, run: str, k: int, retrievers: l
     judged = db.value("RETURN fn::seval::judgments(fn::seval::golden_rows(fn::seval::golden_set($g), NONE, NONE))", {"g": golden})
     sample = agreement_sample(judged, agreement_pairs, seed=seed)
     pairs = holes + sample
-    questions = {record_str(r["id"]): r["text"] for r in db.value(
-        "RETURN fn::seval::golden_rows(fn::seval::golden_set($g), NONE, $ids)",
-        {"g": golden, "ids": list({record_str(p["question"]): p["question"] for p in pairs}.values())})}
-    texts = {record_str(t["doc"]): t for t in db.value("RETURN fn::seval::doc_texts($docs)", {"docs": [p["doc"] for p in pairs]})}
+    questions, texts = pair_texts(db, golden, pairs)
     conversations = []
     for pair in pairs:
         doc = texts.get(record_str(pair["doc"]), {"title": "", "text": ""})
@@ -131,9 +146,15 @@ def judge_run(db: Database, chat: OpenAIChat, *, run: str, k: int, retrievers: l
                  {"golden": golden, "rows": stored, "model": chat.name, "prompt": digest, "run": run_id, "k": k, "by": by or who()})
     asked = [(p, g) for p, g in zip(sample, grades[len(holes):])]
     answered = [(p, g) for p, g in asked if g is not None]
+    found = agreement([p["grade"] > 0 for p, _ in answered], [g >= MODEL_RELEVANT for _, g in answered],
+                      names=("the humans", "the model"), seed=seed, resamples=resamples)
+    if found.kappa.value is None and found.pairs:
+        found.kappa.advice = SAMPLE_ADVICE["the model" if found.kappa.reason.startswith("the model") else "the humans"]
+    orderings = retriever_orderings(db, run=record_str(run_id), k=k, retrievers=retrievers, seed=seed, resamples=resamples)
+    drawn = calibration_draw(db, run=record_str(run_id), count=calibrate, k=k, retrievers=retrievers, seed=seed) if calibrate else []
     return JudgeReport(
         run=record_str(run_id), k=k, retrievers=retrievers or names, golden=golden, model=chat.name, prompt=digest,
         holes=len(holes), stored=len(stored), grades={g: sum(r["grade"] == g for r in stored) for g in range(4)},
         unparsable=[[record_str(p["question"]), record_str(p["doc"])] for p, g in zip(holes, grades) if g is None],
         requests=chat.sent - sent, agreement_asked=len(sample), agreement_unparsable=len(asked) - len(answered),
-        agreement=agreement([p["grade"] > 0 for p, _ in answered], [g >= MODEL_RELEVANT for _, g in answered]))
+        agreement=found, orderings=orderings, calibration=drawn, warnings=list(orderings.warnings))

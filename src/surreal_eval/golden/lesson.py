@@ -74,6 +74,7 @@ def import_seed(db: Database) -> None:
     refuse_a_readers_database(db)
     import_lesson(db)
     apply(db, _read(SEED_SCRIPT) + f"\nIF !record::exists({_SEEDED}) {{ CREATE {_SEEDED} CONTENT {{ seeded_at: time::now() }} RETURN NONE }};")
-    attach_table(db, "article", content="content", embedding="embedding", title="title")
+    # BM25 on content alone, as the lesson's own retrievers search it (its index covers content)
+    attach_table(db, "article", content="content", embedding="embedding", title="title", bm25_fields=["content"])
     attach_golden(db, "question", text="text", relevant="relevant", embedding="embedding", grades="grades",
                   category="category")

@@ -68,15 +68,12 @@ class Promotion(BaseModel):
     """What `golden promote` did: the golden set, the questions it created, merged or marked, the labels it added."""
 
     golden: str
-    #: questions created (from a file) or marked production-failure (from a run)
-    questions: int
-    #: questions promoted before that were given more answers (from a file)
-    merged: int = 0
-    labels: int = 0
-    embedded: int = 0
-    #: questions the run failed that were production failures already (from a run)
-    already: int = 0
-    ids: list[str] = []
+    questions: int = Field(description="questions created (from a file) or marked production-failure (from a run)")
+    merged: int = Field(0, description="questions promoted before that were given more answers (from a file)")
+    labels: int = Field(0, description="labels added")
+    embedded: int = Field(0, description="questions whose embedding was computed")
+    already: int = Field(0, description="questions the run failed that were production failures already (from a run)")
+    ids: list[str] = Field([], description="the questions' ids")
 
 
 def question_key(query: str) -> str:

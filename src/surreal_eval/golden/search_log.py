@@ -150,7 +150,8 @@ def read_log(path: Path | str, *, format: LogFormat = "auto") -> Iterator[Impres
     path = Path(path)
     kind = _format_of(path, format)
     if not path.is_file():
-        raise InputError("no such file" if not path.exists() else "not a file", source=str(path))
+        raise InputError("no such file" if not path.exists() else "a folder, not a file: name the log file",
+                         source=str(path))
     rows = json_rows(path) if kind == "jsonl" else _csv_rows(path)
     read = 0
     for line, raw in rows:

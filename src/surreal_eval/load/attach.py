@@ -6,6 +6,11 @@ go through: its FULLTEXT index on the content field (the BM25 list, analyzer inc
 HNSW index on the embedding field (the vector list), both read from `INFO FOR TABLE`. The
 retrievers' branches for the table are then rendered into surql/attached.surql's functions.
 
+BM25 searches the fields `bm25_fields` names, each through a FULLTEXT index on it alone (the list's score is the
+sum of their BM25 scores: a FULLTEXT index covers one field, and the user's table gains no field joining them). By
+default: the title and the content when `title` names a field that has such an index (or `index=True` defines one),
+else the content alone, and the report says why (`bm25_note`).
+
 Without such an index the attach is refused, unless `index=True`, which defines a harness-owned one
 (named `seval_<table>_<field>`, recorded in seval_object): the only change an attach can make
 to the table, and only when asked. Golden-set labels may then name the table's records
@@ -48,12 +53,19 @@ class AttachReport(BaseModel):
     title: Optional[str] = None
     doc: Optional[str] = None
     bm25_index: str
+    #: the fields BM25 searches, and the FULLTEXT index it reads on each
+    bm25_fields: list[str] = []
+    bm25_indexes: list[str] = []
+    #: why BM25 searches the content alone though a title field was named (None: it searches what was asked)
+    bm25_note: Optional[str] = None
     vector_index: Optional[str] = None
     #: indexes this attach defined (only with index=True), harness-owned
     defined: list[str] = []
     records: int
-    #: records whose content field holds no text (never found by BM25), and with --embedding, records with no vector
+    #: records whose content field holds no text, those with no text in any BM25 field (never found by BM25), and
+    #: with --embedding, records with no vector
     missing_content: int = 0
+    missing_bm25: int = 0
     missing_embedding: int = 0
     #: the tables the doc field's records are in: labels may name their records
     parents: list[str] = []
@@ -102,10 +114,12 @@ def attach_table(
     doc: str | None = None,
     index: bool = False,
     analyzer: str | None = None,
+    bm25_fields: list[str] | None = None,
 ) -> AttachReport:
     """Register user table `table` as a corpus, in place, reading `content` (and `embedding`, `title`,
-    `doc`: the field naming each record's document) from its own fields; see the module docstring.
-    A BM25 index defined with `index` uses `analyzer` (store/analyzers.py; default DEFAULT_ANALYZER)."""
+    `doc`: the field naming each record's document) from its own fields; BM25 searches `bm25_fields`
+    (default: see the module docstring). A BM25 index defined with `index` uses `analyzer`
+    (store/analyzers.py; default DEFAULT_ANALYZER)."""
     config = require_config(db)
     chosen = DEFAULT_ANALYZER if analyzer is None else check_analyzer(db, analyzer)
     table = identifier(table, what="table")
@@ -114,7 +128,8 @@ def attach_table(
               "title": title and str(field_path(title, what="--title field")), "doc": doc and str(field_path(doc, what="--doc field"))}
     _check_table(db, table)
     indexes = db.value("INFO FOR TABLE $t", {"t": table})["indexes"]
-    counts = _counts(db, table, fields)
+    searched, note = _bm25_fields(table, fields, bm25_fields, indexes, index)
+    counts = _counts(db, table, fields, searched)
     records = counts["records"]
     if records and counts["content"] == records:
         raise InputError(f"table {table} has no record with text in field {fields['content']}: check --content")
@@ -127,8 +142,8 @@ def attach_table(
     defining: list[str] = []
     defined_roles: list[str] = []
     owned: list[tuple[str, str]] = []
-    for role, pattern, flag in (("content", _FULLTEXT, "FULLTEXT"), ("embedding", _HNSW, "HNSW")):
-        field = fields[role]
+    roles = [(f"bm25:{field}", field, _FULLTEXT, "FULLTEXT") for field in searched]
+    for role, field, pattern, flag in roles + [("embedding", fields["embedding"], _HNSW, "HNSW")]:
         if field is None:
             continue
         own = _own_index(indexes, pattern, field)
@@ -137,7 +152,7 @@ def attach_table(
             if dimension is not None and dimension != config.dimension:
                 raise InputError(f"index {name} of table {table} holds {dimension}-d vectors; the harness was "
                                  f"imported with dimension {config.dimension}")
-            if role == "content" and analyzer is not None:
+            if role != "embedding" and analyzer is not None:
                 raise InputError(f"--analyzer: table {table} has its own FULLTEXT index {name} on {field}, which keeps its "
                                  f"analyzer; --analyzer applies only to an index --index defines")
             found[role] = name
@@ -153,12 +168,17 @@ def attach_table(
                              f"one ({name}), or define your own and attach again")
         found[role] = name
         defined_roles.append(role)
-        defining.append(render(_INDEX_STATEMENTS[role], {"index": name, "table": table, "field": FieldPath(field),
-                                                         "dimension": config.dimension, "analyzer": chosen}, source="attach"))
+        statement_of = _INDEX_STATEMENTS["embedding" if role == "embedding" else "content"]
+        defining.append(render(statement_of, {"index": name, "table": table, "field": FieldPath(field),
+                                              "dimension": config.dimension, "analyzer": chosen}, source="attach"))
         owned.append(("index", f"{table}.{name}"))
     refuse_conflicts(db, owned, action=f"attaching {table}")
 
-    row = {**fields, "attached": True, "bm25_index": found["content"], "vector_index": found.get("embedding"), "parents": parents}
+    bm25_indexes = [found[f"bm25:{field}"] for field in searched]
+    # bm25_index: the index whose analyzer a run records (fn::seval::corpus_analyzer): the content field's, else the first
+    bm25_index = bm25_indexes[searched.index(fields["content"])] if fields["content"] in searched else bm25_indexes[0]
+    row = {**fields, "attached": True, "bm25_index": bm25_index, "bm25_fields": searched, "bm25_indexes": bm25_indexes,
+           "vector_index": found.get("embedding"), "parents": parents}
     rows = [r for r in attached_tables(db) if r["table"] != table] + [{**row, "table": table}]
     script = attached_script(sorted(rows, key=lambda r: r["table"]), config)
     # vector_built: when the harness built the table's HNSW graph (now, when it defines the index over rows; kept
@@ -178,20 +198,45 @@ def attach_table(
     # its lists kept for reuse are of the table as it was attached before (keyed by its index definitions;
     # its state, surql/incremental.surql, went with its seval_corpus row: the next run takes it anew)
     db.value("RETURN fn::seval::prune_candidate_cache()")
-    return AttachReport(table=table, **fields, bm25_index=found["content"], vector_index=found.get("embedding"),
+    return AttachReport(table=table, **fields, bm25_index=bm25_index, bm25_fields=searched, bm25_indexes=bm25_indexes,
+                        bm25_note=note, vector_index=found.get("embedding"),
                         defined=[n.split(".", 1)[1] for _, n in owned], records=records, missing_content=counts["content"],
+                        missing_bm25=counts["bm25"],
                         missing_embedding=counts["embedding"] if fields["embedding"] else 0, parents=parents)
 
 
-def _counts(db: Database, table: str, fields: dict[str, str | None]) -> dict[str, int]:
-    """How many records `table` has, how many hold no text in the content field, and how many no vector in
-    the embedding field (0 without one), each read once."""
+def _bm25_fields(table: str, fields: dict[str, str | None], asked: list[str] | None, indexes: dict[str, str],
+                 index: bool) -> tuple[list[str], str | None]:
+    """The fields BM25 searches on `table` (`asked`, checked; by default title and content, or the content alone
+    when the title field has no FULLTEXT index of its own and `index` is not given) and the note saying why the
+    default left the title out (None when it did not)."""
+    if asked is not None:
+        chosen = [str(field_path(f.strip(), what="--bm25-fields field")) for f in asked]
+        if not chosen:
+            raise InputError("--bm25-fields names no field: give one or more, e.g. --bm25-fields title,content")
+        if len(set(chosen)) != len(chosen):
+            raise InputError(f"--bm25-fields names a field twice: {','.join(chosen)}")
+        return chosen, None
+    content, title = fields["content"], fields["title"]
+    if title is None or title == content:
+        return [content], None
+    if index or _own_index(indexes, _FULLTEXT, title) is not None:
+        return [title, content], None
+    return [content], (f"BM25 searches {content} alone: {title} has no FULLTEXT index of its own; give --index to define "
+                       f"{harness_index_name(table, title)} and search both, or --bm25-fields {content} to say so")
+
+
+def _counts(db: Database, table: str, fields: dict[str, str | None], searched: list[str]) -> dict[str, int]:
+    """How many records `table` has, how many hold no text in the content field, how many in none of the BM25
+    fields `searched` (BM25 never finds them), and how many no vector in the embedding field (0 without one)."""
     return db.value(
         "LET $rows = SELECT type::is_string(type::field($c)) AND string::len(type::field($c)) > 0 AS text, "
+        "$b.all(|$f| !(type::is_string(type::field($f)) AND string::len(type::field($f)) > 0)) AS unsearched, "
         "(IF $e { type::is_array(type::field($e)) AND array::len(type::field($e)) > 0 } ELSE { true }) AS vector "
         "FROM type::table($t); "
-        "RETURN { records: array::len($rows), content: array::len($rows[WHERE !text]), embedding: array::len($rows[WHERE !vector]) }",
-        {"t": table, "c": fields["content"], "e": fields["embedding"]})
+        "RETURN { records: array::len($rows), content: array::len($rows[WHERE !text]), bm25: array::len($rows[WHERE unsearched]), "
+        "embedding: array::len($rows[WHERE !vector]) }",
+        {"t": table, "c": fields["content"], "e": fields["embedding"], "b": searched})
 
 
 def _parents(db: Database, table: str, doc: str) -> list[str]:

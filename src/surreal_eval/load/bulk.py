@@ -45,7 +45,8 @@ from ..models import Article
 from ..store.analyzers import table_analyzer
 from ..store.connection import Database
 from ..store.journal import STAGING_PREFIX, STALE_LOAD, UNDO_PREFIX, recover_loads, remove_staging, staging_tables
-from ..store.schema import DOCUMENTS, HARNESS_SCRIPTS, corpus_tables, harness_table, identifier, record_article_indexes, surql_dir
+from ..store.schema import (DOCUMENTS, HARNESS_SCRIPTS, corpus_tables, harness_table, identifier, record_article_indexes, surql_dir,
+                            upgrade_corpus_table)
 from .move import Move, move_all
 from .rows import DEFAULT_BATCH_SIZE
 from .ingests import existing, mark_ingest, record_ingest
@@ -179,6 +180,7 @@ def load_corpus(
             remove_staging(db)
             return report.model_copy(update={"seconds": load.seconds()})
         load.ensure_harness(analyzer if table == DOCUMENTS else None)
+        upgrade_corpus_table(db, table)  # a table an older version wrote: bm25_text on its rows first (store/schema.py)
         existed = existing(db, table, staged)
         move_all(load, [Move(staging, table, corpus=True, analyzer=analyzer)])
         if table == DOCUMENTS:

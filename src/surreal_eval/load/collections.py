@@ -18,7 +18,8 @@ from ..errors import InputError
 from ..models import Article, Question, data_problem, vector_problem
 from .rows import QUESTION_SPLITS, iter_documents_jsonl, json_rows, open_text, take_id, validate_row
 
-__all__ = ["Qrels", "QuestionStream", "read_qrels", "read_beir", "sidecar_path", "with_sidecar_embeddings"]
+__all__ = ["Qrels", "QuestionStream", "must_be_folder", "read_qrels", "read_beir", "sidecar_path",
+           "with_sidecar_embeddings"]
 
 # ------------------------------------------------------------------------------ qrels and BEIR
 
@@ -170,10 +171,20 @@ def _listing(ids: list[str], shown: int = 5) -> str:
     return ", ".join(ids[:shown]) + more
 
 
+def must_be_folder(folder: Path) -> None:
+    """InputError unless `folder` is a folder: a missing path and a file are told apart."""
+    if not folder.exists():
+        raise InputError("no such folder", source=str(folder))
+    if not folder.is_dir():
+        raise InputError("a file, not a folder: a BEIR collection is a folder holding corpus.jsonl, queries.jsonl and "
+                         "qrels/", source=str(folder))
+
+
 def read_beir(folder: Path, *, split: str = "test", on_duplicate: str = "refuse") -> tuple[Iterator[Article], QuestionStream]:
     """A BEIR folder's documents and its questions for `split` (queries joined with qrels/<split>.tsv);
     `on_duplicate` (refuse, first, last) also rules an id its embeddings files list twice."""
     folder = Path(folder)
+    must_be_folder(folder)
     corpus, queries, qrels = folder / "corpus.jsonl", folder / "queries.jsonl", folder / "qrels" / f"{split}.tsv"
     for needed in (corpus, queries, qrels):
         if not needed.is_file():

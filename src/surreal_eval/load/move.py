@@ -52,7 +52,9 @@ def _begin(move: Move, position: int, dimension: int, described: dict[str, Any])
     if not move.keep_graph:
         statements.append(statement("REMOVE INDEX IF EXISTS {{vectors}} ON {{corpus}};", corpus=move.target,
                                     vectors=f"{move.target}_embedding"))
-    if analyzer_of(indexes.get(f"{move.target}_content")) != move.analyzer:  # missing, or another analyzer
+    bm25 = indexes.get(f"{move.target}_content")
+    # missing, with another analyzer, or on another field than bm25_text (surql/corpus.surql)
+    if analyzer_of(bm25) != move.analyzer or " FIELDS bm25_text " not in (bm25 or ""):
         statements.append(index_statements(move.target, dimension, move.analyzer)[f"{move.target}_content"])
     return "\n".join(statements)
 

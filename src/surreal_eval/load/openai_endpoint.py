@@ -28,6 +28,8 @@ __all__ = ["OPENAI_BASE_URL", "OpenAIEndpoint"]
 
 #: Where `openai:MODEL` without `@BASE_URL` goes.
 OPENAI_BASE_URL = "https://api.openai.com/v1"
+#: Hosts that always ask for an API key: with none set, a request there is not even sent.
+KEY_REQUIRED_HOSTS = frozenset({"api.openai.com"})
 
 
 class _Transient(Exception):
@@ -79,6 +81,7 @@ class OpenAIEndpoint:
         if not model or model != model.strip():
             raise ConfigError(f"{self.kind} model {model!r} must be a non-empty name")
         self.base_url = url
+        self.host = host
         self.model = model
         self.name = f"openai:{model}@{url}"
         self.api_key_env = api_key_env
@@ -115,6 +118,12 @@ class OpenAIEndpoint:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    def missing_key(self) -> str | None:
+        """Why no request should be sent (no API key set for a host that always asks for one), or None."""
+        if self._api_key or self.host not in KEY_REQUIRED_HOSTS:
+            return None
+        return f"{self.where} needs an API key and {self.api_key_env} is not set: set it, or name another endpoint"
+
     def _failed(self, message: str, status: int | None = None) -> EmbeddingFailed | EndpointFailed:
         return self.failure(message, endpoint=self.base_url, status=status)
 
@@ -126,6 +135,9 @@ class OpenAIEndpoint:
 
     def _send(self, body: Any) -> Any:
         """The decoded JSON answer to `body`, retried on what another try may fix."""
+        missing = self.missing_key()
+        if missing:  # at once: a host that asks for a key answers 401 (or nothing, offline, after every retry)
+            raise self._failed(missing)
         retrying = Retrying(retry=retry_if_exception_type(_Transient), stop=stop_after_attempt(self.max_retries + 1),
                             wait=self._wait, before_sleep=self._log_retry, reraise=True)
         try:

@@ -26,7 +26,8 @@ from typing import Literal
 
 from ..errors import InputError
 from ..models import Article, Question
-from .collections import E, Qrels, QuestionStream, beir_documents, read_beir, read_qrels, sidecar_path, with_sidecar_embeddings
+from .collections import (E, Qrels, QuestionStream, beir_documents, must_be_folder, read_beir, read_qrels, sidecar_path,
+                          with_sidecar_embeddings)
 from .rows import JSONL_SUFFIXES, QUESTION_SPLITS, iter_documents_csv, iter_documents_jsonl, iter_questions_csv, iter_questions_jsonl
 
 __all__ = [
@@ -57,6 +58,8 @@ def _format_of(path: Path, given: str, allowed: tuple[str, ...]) -> str:
         if given not in allowed:
             raise InputError(f"format {given!r} is not one of {', '.join(allowed)}", source=str(path))
         return given
+    if not path.exists():
+        raise InputError("no such file or folder", source=str(path))
     if path.is_dir():
         return "beir"
     suffix = path.suffix.lower()
@@ -79,6 +82,7 @@ def read_documents(path: Path, *, format: DocumentFormat = "auto") -> Iterator[A
     path = Path(path)
     kind = _format_of(path, format, ("jsonl", "csv", "beir"))
     if kind == "beir":
+        must_be_folder(path)
         if not (path / "corpus.jsonl").is_file():
             raise InputError("not a BEIR folder: corpus.jsonl is missing", source=str(path))
         return beir_documents(path)
@@ -116,7 +120,7 @@ def read_questions(
 
 def _must_be_file(path: Path) -> None:
     if not path.is_file():
-        raise InputError("no such file" if not path.exists() else "not a file", source=str(path))
+        raise InputError("no such file" if not path.exists() else "a folder, not a file: name a file", source=str(path))
 
 
 # --------------------------------------------------------------------------- earlier API (lists)

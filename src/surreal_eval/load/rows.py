@@ -35,8 +35,9 @@ TOO_DEEP = f"JSON nested too deeply (at most {MAX_NESTING} levels of objects and
 
 
 def open_text(path: Path):
+    """`path` opened as UTF-8 text; a byte order mark at its start (as Windows tools write) is skipped."""
     try:
-        return path.open("r", encoding="utf-8", newline="")
+        return path.open("r", encoding="utf-8-sig", newline="")
     except OSError as error:
         raise InputError(f"cannot read: {error.strerror}", source=str(path)) from None
 
@@ -48,10 +49,13 @@ def json_rows(path: Path) -> Iterator[Row]:
             for number, line in enumerate(handle, start=1):
                 if not line.strip():
                     continue
+                text = line.rstrip("\r\n")
                 try:
-                    raw = json.loads(line)
+                    raw = json.loads(text)
                 except json.JSONDecodeError as error:
-                    raise InputError(f"not valid JSON: {error.msg}", source=str(path), line=number) from None
+                    where = " (the end of the line)" if error.pos >= len(text.rstrip()) else ""
+                    raise InputError(f"not valid JSON at column {error.colno}{where}: {error.msg}", source=str(path),
+                                     line=number) from None
                 except RecursionError:
                     raise InputError(TOO_DEEP, source=str(path), line=number) from None
                 if not isinstance(raw, dict):

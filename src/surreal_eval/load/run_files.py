@@ -164,7 +164,7 @@ def read_run_file(path: Path, *, format: RunFileFormat = "auto", name: str | Non
     """The file's format and its rankings. `name` renames a TREC file's one tag (a file with several
     tags is refused) and names a JSONL file's rankings that give no retriever (default: supplied)."""
     if path.is_dir() or not path.exists():
-        raise InputError("no such file", source=str(path))
+        raise InputError("a folder, not a file: name a run file" if path.is_dir() else "no such file", source=str(path))
     if name is not None:
         check_name(name, where="--retriever")
     fmt = _format_of(path, format)

@@ -14,6 +14,7 @@ from ..analysis.sources import REFERENCE
 from ..stats import format_p
 from .fit_tables import Column, print_table
 from .source_tables import show_delta_headline, show_source_deltas
+from .writing import command_lines
 
 __all__ = ["show_comparison", "show_gate", "show_many", "show_retriever_comparison", "show_slices"]
 
@@ -92,8 +93,9 @@ def _overlap(console: Console, overlap: list[Overlap], misses: list[Miss], a: st
         more = f" (and {len(miss.metrics) - 1} more)" if len(miss.metrics) > 1 else ""
         console.print(f"{escape(miss.retriever)} fell on {escape(miss.question)} ({escape(miss.metrics[0])}{more}); new in its "
                       "top k and never judged (a miss may be a missing label; add --not if it is not relevant):")
-        for command in miss.commands:
-            console.print(f"  {command}", markup=False, highlight=False, soft_wrap=True)
+        for command in miss.commands:  # at most the terminal's width, pasted as printed it runs
+            for line in command_lines(command, console.width):
+                console.print(line, markup=False, highlight=False, soft_wrap=True)
 
 
 def show_culprits(console: Console, culprits: list, *, limit: int = 10) -> None:
@@ -185,8 +187,13 @@ def show_many(console: Console, many: ManyComparison) -> None:
             console.print(f"  {escape(key)}: told apart from every other: {escape(', '.join(alone))}")
 
 
-def show_gate(console: Console, result: GateResult) -> None:
-    """Every check with its verdict, the broken questions of each failure, and PASS or FAIL."""
+#: Broken questions a failed check lists, worst first, unless every one is asked for (gate --all); --json holds all.
+BROKEN_LISTED = 10
+
+
+def show_gate(console: Console, result: GateResult, *, every: bool = False) -> None:
+    """Every check with its verdict, the broken questions of each failure (the worst BROKEN_LISTED and a count of the
+    rest, or every one with `every`), and PASS or FAIL."""
     console.print(
         f"gate: candidate {_run(result.candidate, result.candidate_label)} against baseline "
         f"{_run(result.baseline, result.baseline_label)} (fail on a drop > {result.max_drop:g} with "
@@ -206,9 +213,13 @@ def show_gate(console: Console, result: GateResult) -> None:
         if check.drop > result.max_drop or not check.passed:
             console.print(f"{escape(check.retriever)} {check.metric}: {escape(check.reason)}")
         if not check.passed:
-            console.print("  broken questions (baseline→candidate):")
-            for delta in check.broken:
+            listed = check.broken if every else check.broken[:BROKEN_LISTED]
+            console.print(f"  broken questions (baseline→candidate){'' if every else ', worst first'}:")
+            for delta in listed:
                 console.print(f"    {escape(delta.question)}: {delta.before:.4f} → {delta.after:.4f}")
+            if len(check.broken) > len(listed):
+                console.print(f"    and {len(check.broken) - len(listed)} more of {len(check.broken)} broken (gate --all lists every one; "
+                              "--json holds them all)", markup=False)
     headlined = result.source is None and any(d.source == REFERENCE for d in result.by_source)
     for metric in (result.metrics[1:] if headlined else result.metrics) if result.by_source else ():
         show_source_deltas(console, result.by_source, metric)  # every source side by side (the headline has the first)

@@ -140,6 +140,11 @@ def with_db(action: Callable[[Database], T]) -> T:
         db = connect(state.settings)
         try:
             return action(db)
+        except SurrealEvalError:  # refused: a store this command made (init, load on a new path) is not left behind
+            db.close()
+            if db.new_store is not None:
+                db.new_store.remove()
+            raise
         finally:
             db.close()
 
@@ -166,8 +171,14 @@ def _print_version(asked: bool) -> None:
         raise typer.Exit(0)
 
 
+#: The commands that may make a new store on disk (they import the harness into it); every other command refuses
+#: a store path that does not exist or an empty folder, in one line, and makes nothing (store.local_store).
+CREATING = frozenset({"init", "load"})
+
+
 @app.callback()
 def main(
+    ctx: typer.Context,
     url: Annotated[str, typer.Option(envvar="SURREAL_EVAL_URL", help="mem://, surrealkv://PATH, ws://HOST:PORT or http://HOST:PORT.")] = DEFAULT_URL,
     ns: Annotated[str, typer.Option("--ns", envvar="SURREAL_EVAL_NS", help="Namespace.")] = "surreal_eval",
     db: Annotated[str, typer.Option("--db", envvar="SURREAL_EVAL_DB", help="Database.")] = "surreal_eval",
@@ -187,6 +198,7 @@ def main(
     state.settings = Settings(
         url=url, namespace=ns, database=db, user=user or None,
         password=SecretStr(password) if password else None, access=access or None,
+        create=ctx.invoked_subcommand in CREATING,
     )
     state.debug = debug
     logging.basicConfig(level=logging.DEBUG if debug else logging.WARNING, format="%(name)s: %(message)s")
@@ -226,3 +238,4 @@ OptionalRunsArg = Annotated[Optional[list[str]], typer.Argument(help=f"Runs: {RU
 TagOpt = Annotated[Optional[str], typer.Option(
     "--tag", help="Name the new run: tag it NAME (moved from the run it named), a reference every command that takes a run takes.")]
 NoteOpt = Annotated[Optional[str], typer.Option("--note", help="Free text kept with the run in history (not a reference: --tag names a run).")]
+NoRecordOpt = Annotated[bool, typer.Option("--no-record", help="Score and print, but record no run (history stays as it was).")]

@@ -3,12 +3,14 @@ and the entry point that turns every ending into a documented exit code."""
 
 from __future__ import annotations
 
+import re
 import sys
 import traceback
 from typing import NoReturn, Sequence
 
 import typer
 from typer._click import ClickException  # typer vendors click: its usage errors are these
+from typer._click.exceptions import NoSuchOption
 
 from ..errors import SurrealEvalError
 from . import (  # noqa: F401 - registering is importing
@@ -36,7 +38,7 @@ app.registered_commands.sort(key=lambda info: ORDER.index(info.name or info.call
 #: Every code the process exits with (the table in docs/exit-codes.md).
 EXIT_CODES = {
     0: "done",
-    1: "the gate regressed",
+    1: "the gate regressed, or golden dangling listed labels",
     2: "bad input: an option, argument, file, row or id",
     3: "connection or store: unreachable, refused credentials, busy store, a failed query",
     4: "an embedder, search endpoint, reranker or chat model failed",
@@ -73,13 +75,9 @@ def run_cli(argv: Sequence[str] | None = None) -> int:
     except typer.Abort:  # a prompt met the end of its input
         err.print("error: aborted: no input where a prompt needed one", markup=False)
         return 2
-    except ClickException as error:  # usage errors: shown as typer shows them
-        try:
-            from typer import rich_utils
-
-            rich_utils.rich_format_error(error)
-        except ImportError:  # pragma: no cover - typer without rich
-            error.show()
+    except ClickException as error:  # usage errors (an unknown option, a missing argument): one line, like every error
+        if type(error).__name__ != "NoArgsIsHelpError":  # that one has printed the help, which is all it says
+            err.print(f"error: {usage_line(error)}", markup=False, emoji=False)
         return 2
     except SystemExit as error:  # typer's broken-pipe handling (`| head`) exits 1: the reader closed it
         return 0 if error.code in (None, 0, 1) else (error.code if error.code in EXIT_CODES else INTERNAL)
@@ -93,6 +91,24 @@ def run_cli(argv: Sequence[str] | None = None) -> int:
     if code is None or code is True:
         return 0
     return code if isinstance(code, int) and code in EXIT_CODES else INTERNAL
+
+
+def usage_line(error: ClickException) -> str:
+    """A usage error (click's, which typer shows as a box of five lines) as one line: what is wrong, the option probably
+    meant, and the command whose --help lists the rest: `no such option --kk (did you mean --k?); see surreal-eval
+    evaluate --help`."""
+    from ..errors import one_line
+
+    if isinstance(error, NoSuchOption):
+        meant = sorted(error.possibilities or ())
+        text = f"no such option {error.option_name}" + (f" (did you mean {' or '.join(meant)}?)" if meant else "")
+    else:
+        text = " ".join(error.format_message().split()).rstrip(".")
+        text = re.sub(r"\. Did you mean (.+)\?$", r" (did you mean \1?)", text)
+        text = text[:1].lower() + text[1:]
+    ctx = getattr(error, "ctx", None)
+    see = f"; see {ctx.command_path} --help" if ctx is not None and ctx.command_path else ""
+    return one_line(f"{text}{see}")
 
 
 def _interrupted(interrupt: BaseException | None) -> int:

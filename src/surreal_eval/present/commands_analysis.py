@@ -71,6 +71,7 @@ def gate(
         "Decide on the questions of this source only, e.g. real (a question whose source is not set counts as real); "
         "default: every question."))] = None,
     junit: Annotated[Optional[Path], typer.Option(help="Also write the result as JUnit XML to this file.")] = None,
+    every: Annotated[bool, typer.Option("--all", help="List every broken question of a failed check (default: the worst 10 and a count).")] = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Fail (exit 1) when a metric (default recall@5) fell by more than --max-drop and significantly; print the broken questions:
@@ -91,7 +92,7 @@ def gate(
     if as_json:
         out.print_json(result.model_dump_json())
     else:
-        display_compare.show_gate(out, result)
+        display_compare.show_gate(out, result, every=every)
     if junit is not None:
         plain(err, f"wrote JUnit XML to {junit}")
     if not result.passed:
@@ -133,8 +134,9 @@ def slices(
 
     found, sources = with_db(lambda db: (run_slices(db, run, metric, by=by or ("category", "language", "source")),
                                          run_source_means(db, run, metric)))
-    if as_json:
-        out.print_json(data=[s.model_dump(mode="json") for s in found])
+    if as_json:  # the slices, then the table of means per source with their gaps to real (by: source_means)
+        out.print_json(data=[s.model_dump(mode="json") for s in found]
+                       + [{"by": "source_means", "value": s.source, **s.model_dump(mode="json")} for s in sources])
         return
     display_compare.show_slices(out, found)
     show_source_means(out, sources)

@@ -29,11 +29,29 @@ def chat_model(spec: Optional[str], *, concurrency: int, timeout: float, cache: 
     return checked(build)
 
 
-def quartiles(values: list[float]) -> str:
-    """min / first quartile / median / third quartile / max of `values` (linear interpolation)."""
+#: The five figures of the overlap summary, as --json names them.
+QUARTILE_NAMES = ("min", "q1", "median", "q3", "max")
+
+
+def quartile_values(values: list[float]) -> dict[str, float]:
+    """min, first quartile, median, third quartile and max of `values` (linear interpolation)."""
     import numpy as np
 
-    return " / ".join(f"{x:.2f}" for x in np.quantile(values, [0, 0.25, 0.5, 0.75, 1]))
+    return dict(zip(QUARTILE_NAMES, (float(x) for x in np.quantile(values, [0, 0.25, 0.5, 0.75, 1])), strict=True))
+
+
+def quartiles(values: list[float]) -> str:
+    """min / first quartile / median / third quartile / max of `values` (linear interpolation)."""
+    return " / ".join(f"{x:.2f}" for x in quartile_values(values).values())
+
+
+def report_json(report) -> dict:
+    """The report as --json prints it: its fields, and the overlap summary the text prints (`overlap_quartiles`; null
+    with `overlap_quartiles_note` when no question was read)."""
+    data = report.model_dump(mode="json")
+    data["overlap_quartiles"] = quartile_values(report.overlaps) if report.overlaps else None
+    data["overlap_quartiles_note"] = None if report.overlaps else "no question was read: no overlap with a passage to summarise"
+    return data
 
 
 @golden_app.command("generate")
@@ -76,7 +94,7 @@ def golden_generate(
         if callable(close):
             close()
     if as_json:
-        out.print_json(json.dumps(report.model_dump(mode="json")))
+        out.print_json(json.dumps(report_json(report)))
         return
     dropped = ", ".join(f"{n} {why}" for why, n in report.dropped.items() if n) or "none"
     plain(out, f"asked {report.model} about {report.asked} of {report.available} records of {report.corpus} "
@@ -91,6 +109,6 @@ def _read_prompt(path: Path) -> str:
     from ..errors import InputError
 
     try:
-        return path.read_text(encoding="utf-8")
+        return path.read_text(encoding="utf-8-sig")  # a byte order mark at the start is skipped
     except (OSError, UnicodeDecodeError) as error:
         raise InputError(f"cannot read the prompt: {error}", source=str(path)) from None

@@ -89,7 +89,8 @@ def golden_list(as_json: JsonOpt = False) -> None:
 
 @golden_app.command("dangling")
 def golden_dangling(golden: GoldenOpt = None, as_json: JsonOpt = False) -> None:
-    """List the labels whose record no longer exists (the application deleted or rebuilt it): `golden dangling`."""
+    """List the labels whose record no longer exists (the application deleted or rebuilt it); exit 1 when it lists any,
+    so that CI can stop on them: `golden dangling`."""
     import json
 
     from ..golden.attach import list_dangling
@@ -98,29 +99,48 @@ def golden_dangling(golden: GoldenOpt = None, as_json: JsonOpt = False) -> None:
     chosen, found = with_db(lambda db: (lambda g: (g, list_dangling(db, g)))(golden_set(db, golden)))
     if as_json:
         out.print_json(json.dumps(found))
-        return
-    if not found:
+    elif not found:
         plain(out, f"every label of {chosen.name} names a record that exists")
-        return
-    for row in found:
-        plain(out, f"{row['question']} -> {row['label']}")
-    plain(out, f"{len(found)} labels of {len({r['question'] for r in found})} questions of {chosen.name} name records that no longer exist")
+    else:
+        for row in found:
+            plain(out, f"{row['question']} -> {row['label']}")
+        questions = len({r["question"] for r in found})
+        plain(out, f"{len(found)} labels of {questions} questions of {chosen.name} name records that no longer exist")
+    if found:
+        raise typer.Exit(1)
 
 
 
 
 @golden_app.command("label")
 def golden_label(
-    question: Annotated[str, typer.Argument(help="The question, e.g. money_back or question:money_back.")],
-    doc: Annotated[str, typer.Argument(help="The document: table:id, or an id of the corpus a run searches by default.")],
+    question: Annotated[Optional[str], typer.Argument(help="The question, e.g. money_back or question:money_back.", show_default=False)] = None,
+    doc: Annotated[Optional[str], typer.Argument(help="The document: table:id, or an id of the corpus a run searches by default.",
+                                                 show_default=False)] = None,
     grade: Annotated[float, typer.Option("--grade", help="Its grade (above 0; nDCG uses it).")] = 1,
     not_relevant: Annotated[bool, typer.Option("--not", help="Judge it not relevant instead (judged@k counts it).")] = False,
+    from_file: Annotated[Optional[Path], typer.Option("--from-file", exists=True, dir_okay=False, help="Add every judgment of this file "
+                                                      "instead: JSONL {question, doc, grade} (grade 0: not relevant; null: left for "
+                                                      "later), as `golden judge --calibrate-file` writes, or TSV question, doc, "
+                                                      "grade; all or none.")] = None,
     note: Annotated[Optional[str], typer.Option("--note", help="Why: kept with the label.")] = None,
     by: Annotated[Optional[str], typer.Option("--by", help="Who (default: SURREAL_EVAL_BY, else your user name).")] = None,
     golden: GoldenOpt = None,
 ) -> None:
     """Add a label found while looking (or, with --not, a judgment of not relevant), keeping who, when and why:
-    `golden label money_back refund_policy --grade 2`."""
+    `golden label money_back refund_policy --grade 2`, or every judgment of a file: `golden label --from-file calibrate.jsonl`."""
+    if from_file is not None:
+        if question is not None or doc is not None or not_relevant:
+            fail(ConfigError("--from-file reads the questions, documents and grades from the file: give no QUESTION, DOC or --not"))
+        from ..golden.labels import add_labels
+
+        added = with_db(lambda db: add_labels(db, from_file, golden=golden, note=note, by=by))
+        done = ", ".join(f"{n} {action}" for action, n in sorted(added.actions.items())) or "nothing new"
+        plain(out, f"{added.path} into {added.golden}: {done}; {added.unchanged} already so, {added.ungraded} lines with no grade yet "
+                   "(left for later); the next run scores them")
+        return
+    if question is None or doc is None:
+        fail(ConfigError("golden label needs QUESTION and DOC (or --from-file FILE)"))
     from ..golden.labels import add_label
 
     done = with_db(lambda db: add_label(db, question, doc, golden=golden, grade=grade, relevant=not not_relevant,

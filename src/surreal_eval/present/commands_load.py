@@ -221,23 +221,34 @@ def attach(
     doc: Annotated[Optional[str], typer.Option("--doc", help="The field naming each record's document (a record).")] = None,
     index: Annotated[bool, typer.Option("--index", help="Define harness-owned indexes the table lacks (seval_<table>_<field>).")] = False,
     analyzer: AnalyzerOpt = None,
+    bm25_fields: Annotated[Optional[str], typer.Option("--bm25-fields", help=(
+        "The fields BM25 searches, comma-separated, each through a FULLTEXT index of its own, scores summed (default: "
+        "the --title field and --content when the title has such an index or --index defines one, else --content)."))] = None,
 ) -> None:
     """Attach a table you already have as a corpus, through its own FULLTEXT and HNSW indexes:
     `attach chunks --content text --embedding vector`."""
     from ..load.attach import attach_table
 
     table_name(table, "table")
+    searched = None if bm25_fields is None else [f.strip() for f in bm25_fields.split(",")]
     report = with_db(lambda db: attach_table(db, table, content=content, embedding=embedding, title=title, doc=doc, index=index,
-                                                analyzer=analyzer))
-    used = [f"{report.content} through index {report.bm25_index}"]
+                                                analyzer=analyzer, bm25_fields=searched))
+    used = [f"BM25 on {f} through index {i}" for f, i in zip(report.bm25_fields, report.bm25_indexes)]
     if report.embedding:
         used.append(f"{report.embedding} through index {report.vector_index}")
     plain(out, f"attached {report.table} ({report.records} records) in place: {' and '.join(used)}")
-    lacking = [f"{n} without text in {report.content} (BM25 never finds them)" for n in [report.missing_content] if n]
-    lacking += [f"{n} without a vector in {report.embedding} (vector search never finds them)" for n in [report.missing_embedding] if n]
+    others = ", ".join(f for f in report.bm25_fields if f != report.content)
+    never = (" (BM25 never finds them)" if report.missing_bm25 == report.missing_content
+             else f" (BM25 finds them by {others})" if report.missing_bm25 == 0
+             else f" (BM25 never finds {report.missing_bm25} of them, which have no text in {others} either)")
+    lacking = [f"{n} without text in {report.content}{never}" for n in [report.missing_content] if n]
+    lacking += [f"{n} without a vector in {report.embedding} (vector search never finds them)"
+                for n in [report.missing_embedding] if n]
     if lacking:
         plain(out, f"of its {report.records} records, {' and '.join(lacking)}")
     if report.parents:
         plain(out, f"labels may also name records of {', '.join(report.parents)} (the documents its {report.doc} field names)")
     if report.defined:
         plain(out, f"defined harness-owned indexes on {report.table}: {', '.join(report.defined)}")
+    if report.bm25_note:
+        plain(out, report.bm25_note)

@@ -76,6 +76,10 @@ def add(
         if not added.prefix and not added.per_k:
             plain(out, f"note: its top {SHALLOW_K} for {on} is not the first {SHALLOW_K} of its top {PROBE_K}: a run scores every k "
                        f"on one call at its deepest k; --per-k calls it once per k", soft_wrap=True)
+        if added.repeatable is False:
+            plain(out, f"note: a second call for {on} returned another order: ties broken at random (search::rrf does) make two runs "
+                       f"on the same data differ; return {{id, score}} objects (the harness orders ties by id) or sort by score, "
+                       f"then id", soft_wrap=True)
     else:
         plain(out, f"registered retriever {added.name}: {added.fusion} of {' + '.join(added.lists)}")
 

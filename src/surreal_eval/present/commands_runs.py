@@ -32,11 +32,9 @@ from .app import (
     with_db,
 )
 from .deprecated import OLD_SPELLINGS, LabelOpt, old_label, old_option, say
-from .option_sets import SCORING, Scoring, scoring_params, with_options
+from .option_sets import RETRIEVAL, SCORING, Retrieval, Scoring, retrieval_params, scoring_params, with_options
 from .progress import Progress
 
-FloorOpt = Annotated[Optional[float], typer.Option(help="BM25 floor of the floored hybrid.")]
-RrfOpt = Annotated[Optional[int], typer.Option(help="RRF constant.")]
 FreshOpt = Annotated[bool, typer.Option(
     "--fresh", help="Query the indexes for every candidate list instead of reading those of earlier runs.")]
 RetrieversOpt = Annotated[Optional[list[str]], typer.Option(
@@ -118,6 +116,7 @@ def migrate(as_json: JsonOpt = False) -> None:
 
 @app.command()
 @with_options(SCORING)
+@with_options(RETRIEVAL, into="retrieval")
 def evaluate(
     k: KsOpt = "1,3,5,10",
     retriever: EvaluatedOpt = None,
@@ -125,8 +124,6 @@ def evaluate(
     note: NoteOpt = None,
     label: LabelOpt = None,
     corpus: CorpusOpt = None,
-    floor: FloorOpt = None,
-    rrf_k: RrfOpt = None,
     depth: Annotated[Optional[int], typer.Option(help="Candidate depth of every retriever (default: deepest k).")] = None,
     weights: Annotated[Optional[str], typer.Option(help="Linear fusion weights BM25,vector (hybrid_linear), e.g. 0.3,0.7.")] = None,
     norm: Annotated[Optional[str], typer.Option(help="Linear fusion score normalisation: minmax or zscore.")] = None,
@@ -136,6 +133,7 @@ def evaluate(
         "Also rank by the exact nearest neighbours (retriever vector_exact, a scan of every record) and "
         "report ann_recall@k, the share of the exact top k the HNSW index returned."))] = False,
     scoring: Scoring = None,
+    retrieval: Retrieval = None,
     rerank: Annotated[Optional[str], typer.Option(help="Rerank each retriever's top N: a /rerank URL, or local:MODEL (a cross-encoder, the local "
                                                        "extra).")] = None,
     rerank_depth: Annotated[int, typer.Option(help="N: how many of each retriever's results the reranker reorders.")] = 20,
@@ -152,10 +150,10 @@ def evaluate(
 
     ks = checked(lambda: parse_ks(k))
     tag, note = old_label("evaluate", label, tag, note)
-    params = {"corpus": table_name(corpus, "--corpus table"), "floor": floor, "rrf_k": rrf_k, "depth": depth, "norm": norm,
-              "split": split, "ann_check": True if ann_check else None, **scoring_params(scoring),
+    params = {"corpus": table_name(corpus, "--corpus table"), "depth": depth, "norm": norm,
+              "split": split, "ann_check": True if ann_check else None, **scoring_params(scoring), **retrieval_params(retrieval),
               "weights": checked(lambda: parse_weights(weights)) if weights else None}
-    from ..analysis.sources import run_source_means
+    from ..analysis.sources import run_source_means, sources_note
     from .source_tables import show_source_means
 
     bar = Progress()  # the same display as loads: stderr, on a terminal, after the first second
@@ -165,21 +163,22 @@ def evaluate(
             db, ks=ks, retrievers=retriever, label=note, tag=tag, params=params, per_question=per_question, trigger="cli", fresh=fresh,
             rerank=Rerank(rerank, depth=rerank_depth, api=rerank_api, model=rerank_model) if rerank else None,
             progress=lambda done, total: bar("evaluating questions", done, total), record=not no_record)
-        if as_json or no_record:
-            return report, []
+        if no_record:
+            return report, [], sources_note([], recorded=False)
         try:  # the means per question source, real first with the gap beside, when the questions hold several
             with on_interrupt(_kept(report)):
-                return report, run_source_means(db, report.run, f"recall@{5 if 5 in report.ks else max(report.ks)}")
+                found = run_source_means(db, report.run, f"recall@{5 if 5 in report.ks else max(report.ks)}")
+                return report, found, sources_note(found)
         except NotFound:  # no labelled question: no mean at all
-            return report, []
+            return report, [], sources_note([], labelled=False)
 
     try:
-        report, sources = with_db(measured)
+        report, sources, why = with_db(measured)
     finally:
         bar.close()
     with on_interrupt(_kept(report)):
         if as_json:
-            out.print_json(report.model_dump_json(exclude={"per_question"} if not per_question else None))
+            out.print_json(data=display.report_json(report, sources, per_question=per_question, sources_note=why))
             return
         display.show_report(out, report, per_question=per_question, sources=sources)
         show_source_means(out, sources)
@@ -191,13 +190,14 @@ def _kept(report) -> str:
 
 
 @app.command()
+@with_options(RETRIEVAL, into="retrieval")
 def diagnose(
     question: Annotated[str, typer.Argument(help="Question id, e.g. money_back or seval_question:money_back.")],
     k: DeepestKOpt = "5",
     corpus: CorpusOpt = None,
-    floor: FloorOpt = None,
     retriever: RetrieversOpt = None,
     golden: GoldenOpt = None,
+    retrieval: Retrieval = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Show a question's labelled articles beside each retriever's top k, with scores: `diagnose money_back --k 3`."""
@@ -207,7 +207,8 @@ def diagnose(
     corpus = table_name(corpus, "--corpus table")
     deepest = max(checked(lambda: parse_ks(k)))
     found = with_db(lambda db: diagnose_question(db, question, k=deepest, retrievers=retriever,
-                                                        params={"corpus": corpus, "floor": floor, "golden": table_name(golden, "--golden table")}))
+                                                 params={"corpus": corpus, "golden": table_name(golden, "--golden table"),
+                                                         **retrieval_params(retrieval)}))
     if as_json:
         out.print_json(found.model_dump_json())
         return

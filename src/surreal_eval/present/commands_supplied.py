@@ -8,7 +8,7 @@ from typing import Annotated, Optional
 import typer
 
 from ..grammar import parse_ks
-from .app import CorpusOpt, JsonOpt, KsOpt, NoteOpt, TagOpt, app, checked, err, out, plain, show_rows, table_name, with_db
+from .app import CorpusOpt, JsonOpt, KsOpt, NoRecordOpt, NoteOpt, TagOpt, app, checked, err, out, plain, show_rows, table_name, with_db
 from .deprecated import LabelOpt, old_label, old_option, say
 from .option_sets import SCORING, Scoring, scoring_params, with_options
 
@@ -31,6 +31,7 @@ def score(
     k: KsOpt = "1,3,5,10",
     per_question: Annotated[bool, typer.Option("--per-question", help="Include every question's result.")] = False,
     scoring: Scoring = None,
+    no_record: NoRecordOpt = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Record rankings made elsewhere as a run in history, scored like the database's own retrievers:
@@ -45,7 +46,7 @@ def score(
         retriever = retriever or name
     table = table_name(corpus, "--corpus table")
     report = with_db(lambda db: score_file(db, file, ks=ks, label=note, tag=tag, corpus=table, format=fmt, name=retriever,
-                                           per_question=per_question, **scoring_params(scoring)))
+                                           per_question=per_question, record=not no_record, **scoring_params(scoring)))
     if as_json:
         out.print_json(report.model_dump_json(exclude={"per_question"} if not per_question else None))
         return

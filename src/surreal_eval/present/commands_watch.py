@@ -10,9 +10,9 @@ import typer
 from ..errors import ConfigError, IngestEvaluationFailed, on_interrupt
 from ..grammar import check_number, parse_ks
 from .app import JsonOpt, OptionalKsOpt, app, checked, err, fail, out, plain, state, with_db
-from .commands_runs import FloorOpt, RetrieversOpt, RrfOpt
+from .commands_runs import RetrieversOpt
 from .deprecated import LegacyGroup, legacy_group
-from .option_sets import SCORING, Scoring, scoring_params, with_options
+from .option_sets import RETRIEVAL, SCORING, Retrieval, Scoring, retrieval_params, scoring_params, with_options
 from .progress import Progress
 
 if TYPE_CHECKING:
@@ -129,12 +129,12 @@ def after_ingest(ingest: str | None) -> None:
 
 @watch_app.command("set")
 @with_options(SCORING)
+@with_options(RETRIEVAL, into="retrieval")
 def watch_set(
     k: OptionalKsOpt = None,
     retriever: RetrieversOpt = None,
-    floor: FloorOpt = None,
-    rrf_k: RrfOpt = None,
     scoring: Scoring = None,
+    retrieval: Retrieval = None,
     full: Annotated[bool, typer.Option("--full", help="Retrieve every list anew after each ingest instead of recomputing only what it changed.")] = False,
     verify_every: Annotated[Optional[int], typer.Option("--verify-every", help="Make every Nth after-ingest run retrieve every list anew and record whether "
                                                                                "the kept lists agreed.")] = None,
@@ -145,7 +145,7 @@ def watch_set(
 
     ks = checked(lambda: parse_ks(k or "1,3,5,10"))
     with_db(lambda db: set_watch(db, ks=ks, retrievers=retriever, full=full, verify_every=verify_every,
-                                 params={"floor": floor, "rrf_k": rrf_k, **scoring_params(scoring)}))
+                                 params={**scoring_params(scoring), **retrieval_params(retrieval)}))
     how = "retrieving every list anew" if full else "recomputing only what each ingest changed"
     verified = f", every {verify_every}th run verified against lists fetched anew" if verify_every else ""
     plain(out, f"every ingest now records a run at k = {', '.join(map(str, ks))}, {how}{verified}"

@@ -12,7 +12,8 @@ import typer
 from ..errors import ConfigError
 from .app import DanglingOpt, GoldenOpt, JudgmentsOpt, LevelOpt, fail, table_name
 
-__all__ = ["IdenticalOpt", "SCORING", "Scoring", "scoring_params", "with_options"]
+__all__ = ["Bm25MatchOpt", "FloorOpt", "IdenticalOpt", "RETRIEVAL", "RrfOpt", "Retrieval", "SCORING", "Scoring", "option_set",
+           "retrieval_params", "scoring_params", "with_options"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -21,15 +22,30 @@ IdenticalOpt = Annotated[bool, typer.Option(
 
 #: the type of the parameter a command decorated with with_options(SCORING) receives them in
 Scoring = Optional[dict]
-#: what a run scores against and how: the golden set, its labels whose record is gone, the judgments read, the
-#: relevance level of binary metrics and BEIR's identical-id rule (name -> (annotated type, default))
-SCORING: dict[str, tuple[Any, Any]] = {
-    "relevance_level": (LevelOpt, None),
-    "ignore_identical_ids": (IdenticalOpt, False),
-    "golden": (GoldenOpt, None),
-    "dangling_labels": (DanglingOpt, None),
-    "judgments": (JudgmentsOpt, None),
-}
+
+
+def option_set(**options: Any) -> dict[str, tuple[Any, Any]]:
+    """A set of options as with_options takes it: name -> (annotated type, default), each given as its annotated
+    type (default None) or as (annotated type, default)."""
+    return {name: given if isinstance(given, tuple) else (given, None) for name, given in options.items()}
+
+
+#: what a run scores against and how: the relevance level of binary metrics, BEIR's identical-id rule, the golden set,
+#: its labels whose record is gone and the judgments read
+SCORING = option_set(relevance_level=LevelOpt, ignore_identical_ids=(IdenticalOpt, False), golden=GoldenOpt,
+                     dangling_labels=DanglingOpt, judgments=JudgmentsOpt)
+
+
+FloorOpt = Annotated[Optional[float], typer.Option(help="BM25 floor of the floored hybrid.")]
+RrfOpt = Annotated[Optional[int], typer.Option(help="RRF constant.")]
+Bm25MatchOpt = Annotated[Optional[str], typer.Option(
+    "--bm25-match", help="BM25 keeps records holding any query word (any, the default: OR) or every one (all: AND, as an app querying with @1@).")]
+
+#: the type of the parameter a command decorated with with_options(RETRIEVAL, into="retrieval") receives them in
+Retrieval = Optional[dict]
+#: how a run's built-in retrievers search and fuse, for the commands that retrieve (evaluate, watch set): not `score`,
+#: which reads run files
+RETRIEVAL = option_set(floor=FloorOpt, rrf_k=RrfOpt, bm25_match=Bm25MatchOpt)
 
 
 def with_options(shared: dict[str, tuple[Any, Any]], *, into: str = "scoring") -> Callable[[F], F]:
@@ -65,3 +81,12 @@ def scoring_params(scoring: dict[str, Any]) -> dict[str, Any]:
             "golden": table_name(scoring.get("golden"), "--golden table"), "dangling_labels": scoring.get("dangling_labels"),
             "judgments": judgments}
 
+
+
+def retrieval_params(retrieval: dict[str, Any] | None) -> dict[str, Any]:
+    """The run parameters of the RETRIEVAL options given (None: the run's default), checked."""
+    given = retrieval or {}
+    match = given.get("bm25_match")
+    if match not in (None, "any", "all"):
+        fail(ConfigError(f"--bm25-match must be any or all, got {match!r}"))
+    return {"floor": given.get("floor"), "rrf_k": given.get("rrf_k"), "bm25_match": match}

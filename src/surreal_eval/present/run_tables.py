@@ -18,9 +18,10 @@ from ..store.migrate_prefix import MigrationReport
 from ..store.record_ids import record_str
 from ..store.registry import Retriever
 from .fit_tables import Column, print_table
-from .source_tables import mixed, show_headline
+from .source_tables import headline_and_notes, mixed, show_headline
+from .writing import command_lines
 
-__all__ = ["show_report", "show_rerank", "show_history", "show_registry", "show_diagnosis", "migration_lines"]
+__all__ = ["report_json", "show_report", "show_rerank", "show_history", "show_registry", "show_diagnosis", "migration_lines"]
 
 
 def _plain(value: object) -> str:
@@ -43,6 +44,13 @@ def show_sweep(console: Console, result) -> None:
         console.print(f"note: {result.inert}", markup=False, emoji=False)
 
 
+def _fuses(report: RunReport) -> bool:
+    """Whether the run ranked with the database's retrievers (so its fusion parameters apply), not only with rankings
+    supplied from outside (a run file, an endpoint), which it scores as they are."""
+    supplied = set((report.params.get("supplied") or {}).get("names") or [])
+    return not supplied or any(row.retriever not in supplied for row in report.results)
+
+
 def show_report(console: Console, report: RunReport, *, per_question: bool = False, sources: Sequence[SourceMean] = ()) -> None:
     """The means per retriever and k, then (optionally) where each question's labels landed, then the sweep.
     `sources` (the run's means per question source, analysis.sources): when the questions hold several, the
@@ -50,10 +58,8 @@ def show_report(console: Console, report: RunReport, *, per_question: bool = Fal
     title = (f"run {report.run}" if report.recorded else "run not recorded (--no-record)") + (f" ({report.label})" if report.label else "") \
         + (f" [tags: {', '.join(report.tags)}]" if report.tags else "")
     p = report.params
-    console.print(
-        f"[bold]{_plain(title)}[/bold]: {report.questions} questions, corpus {_plain(p.get('corpus'))}, "
-        f"depth {p.get('depth')}, RRF constant {p.get('rrf_k')}, floor {p.get('floor')}"
-    )
+    console.print(f"[bold]{_plain(title)}[/bold]: {report.questions} questions, corpus {_plain(p.get('corpus'))}, depth {p.get('depth')}"
+                  + (f", RRF constant {p.get('rrf_k')}, floor {p.get('floor')}" if _fuses(report) else ""))
     if isinstance(chunking := p.get("chunking"), dict):
         console.print(f"chunks of {chunking.get('source')}: size {chunking.get('size')} {chunking.get('unit')}, overlap "
                       f"{chunking.get('overlap')} {chunking.get('unit')}; k counts chunks (documents in top k: the mean "
@@ -145,9 +151,15 @@ def show_rerank(console: Console, report: RunReport) -> None:
 
 
 def golden_notes(report: RunReport) -> list[str]:
-    """One line each for what the run found in its golden set: questions with no judgment, stale labels, labels gone."""
+    """One line each for what the run found in its golden set (questions with no judgment, stale labels, labels gone), and
+    when the floored hybrid measured as the hybrid did at every k: a floor that removed nothing that counted."""
     golden = report.golden or {}
     notes = []
+    means = {(row.retriever, row.k): row for row in report.results}
+    pairs = [(means.get(("hybrid", k)), means.get(("hybrid_floor", k))) for k in report.ks]
+    if pairs and all(a is not None and b is not None and all(a.score(m) == b.score(m) for m in report.metrics) for a, b in pairs):
+        notes.append(f"hybrid_floor measured as hybrid at every k: the BM25 floor {report.params.get('floor')} removed no candidate that "
+                     "counted (`surreal-eval tune --param floor` sweeps floors from the scores)")
     if golden.get("unlabelled") and golden["unlabelled"] < report.questions:
         notes.append(f"{golden['unlabelled']} of the {report.questions} questions have no judgment: ranked (compare shows how two "
                      f"rankings overlap) and left out of every mean")
@@ -161,6 +173,25 @@ def golden_notes(report: RunReport) -> list[str]:
         notes.append(f"{golden['dangling']} labels name records that no longer exist, each counted as a miss "
                      f"(surreal-eval golden dangling lists them)")
     return notes
+
+
+def report_json(report: RunReport, sources: Sequence[SourceMean] = (), *, per_question: bool = False,
+                sources_note: str | None = None) -> dict:
+    """The run as `evaluate --json` prints it: the report's own fields (`per_question` only when asked for), and what
+    `show_report` prints beside them: `by_source` (each retriever's mean per question source with its interval and gap
+    to real; when empty, `by_source_note` says why), `headline` (its lines), `notes` (every note line) and, in
+    `retrieval`, how many lists were `retrieved`; with `per_question`, each result's `ranks`: the rank of each of its
+    `relevant` records in `ranked` (null: not in the top k), as the per-question table shows them."""
+    data = json.loads(report.model_dump_json(exclude=None if per_question else {"per_question"}))
+    for row in data.get("per_question") or []:
+        row["ranks"] = [row["ranked"].index(x) + 1 if x in row["ranked"] else None for x in row["relevant"]]
+    headline, notes = headline_and_notes(list(sources))
+    if isinstance(data.get("retrieval"), dict) and "lists" in data["retrieval"]:
+        used = data["retrieval"]
+        used["retrieved"] = used["lists"] - used.get("reused", 0) - used.get("merged", 0)
+    data.update(by_source=[row.model_dump(mode="json") for row in sources], by_source_note=sources_note,
+                headline=headline, notes=notes + golden_notes(report))
+    return data
 
 
 def _show_ann(console: Console, report: RunReport) -> None:
@@ -247,7 +278,10 @@ def show_history(console: Console, runs: list[RunSummary], metric: str, k: int |
         rows.append((ingest.at, [_plain(ingest.ingest), "", ingest.at.strftime("%Y-%m-%d %H:%M:%S"),
                                  _plain(f"ingest of {ingest.documents} into {ingest.corpus}: {said}"), "",
                                  *([""] if by_row else []), *("" for _ in retrievers)]))
-    print_table(console, columns, [r for _, r in sorted(rows, key=lambda r: r[0])], title=title)
+    ordered = [r for _, r in sorted(rows, key=lambda r: r[0])]
+    # a column no row fills (no run tagged, none with a note) is left out: narrow terminals get the figures
+    kept = [i for i, column in enumerate(columns) if column.header not in ("tags", "note") or any(row[i] for row in ordered)]
+    print_table(console, [columns[i] for i in kept], [[row[i] for i in kept] for row in ordered], title=title)
     for ingest in ingests or []:
         if ingest.state == "failed":
             console.print(f"{ingest.ingest} failed: {ingest.error}", markup=False, highlight=False, soft_wrap=True)
@@ -268,25 +302,36 @@ def show_registry(console: Console, rows: list[Retriever]) -> None:
     console.print(table)
 
 
+def _said(title: str | None, snippet: str | None) -> str:
+    """A record as diagnose shows it: its title and the start of its text (either alone when the other is empty)."""
+    return ": ".join(part for part in (title, snippet) if part)
+
+
 def show_diagnosis(console: Console, diagnosis: Diagnosis) -> None:
     """The question, its labelled titles, and each retriever's top k with scores; labels marked."""
     console.print(f"[bold]{_plain(diagnosis.question)}[/bold]: {escape(repr(diagnosis.text))}")
     for label in diagnosis.labels:
-        console.print(f"  label {_plain(label['id'])} (grade {label['grade']}): {_plain(label['title'])}")
+        if label.get("dangling"):
+            console.print(f"  label {_plain(label['id'])} (grade {label['grade']}): [yellow]DANGLING: the record no longer exists[/yellow] "
+                          "(it can never be retrieved; `surreal-eval golden dangling` lists such labels)")
+        else:
+            console.print(f"  label {_plain(label['id'])} (grade {label['grade']}): {_plain(_said(label.get('title'), label.get('snippet')))}")
     for view in diagnosis.retrievers:
         table = Table(title=f"{view.retriever}: top {diagnosis.k}")
-        for column in ("rank", "relevant", "id", "title", "score"):  # relevant: ✔ yes, blank judged no, ? not judged
+        for column in ("rank", "relevant", "id", "title: text", "score"):  # relevant: ✔ yes, blank judged no, ? not judged
             table.add_column(column)
         for hit in view.hits:
-            table.add_row(str(hit.rank), "✔" if hit.relevant else "" if hit.judged else "?", _plain(hit.id), _plain(hit.title), f"{hit.score:.4f}")
+            table.add_row(str(hit.rank), "✔" if hit.relevant else "" if hit.judged else "?", _plain(hit.id), _plain(_said(hit.title, hit.snippet)),
+                          f"{hit.score:.4f}")
         if not view.hits:
             table.add_row("", "", "(nothing retrieved)", "", "")
         console.print(table)
     if diagnosis.label_commands:
         console.print(f"unjudged in the top {diagnosis.k} (no judgment for this question, marked ?): label one that answers it "
                       "with its command (add --not if it does not, --grade G for a grade):")
-        for command in diagnosis.label_commands.values():
-            console.print(f"  {command}", markup=False, highlight=False, soft_wrap=True)
+        for command in diagnosis.label_commands.values():  # at most the terminal's width, pasted as printed it runs
+            for line in command_lines(command, console.width):
+                console.print(line, markup=False, highlight=False, soft_wrap=True)
 
 
 def migration_lines(report: MigrationReport, where: str) -> list[str]:

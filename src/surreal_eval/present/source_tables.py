@@ -12,7 +12,7 @@ from ..analysis.sources import REFERENCE, SourceDelta, SourceMean
 from .fit_tables import Column, print_table
 
 __all__ = ["mean_cell", "delta_cell", "source_grid", "headline_lines", "delta_headline_lines", "mixed", "mixed_note",
-           "show_headline", "show_delta_headline", "chosen_metric", "show_source_means", "show_source_deltas"]
+           "show_headline", "headline_and_notes", "show_delta_headline", "chosen_metric", "show_source_means", "show_source_deltas"]
 
 
 def mean_cell(row: SourceMean) -> str:
@@ -67,15 +67,22 @@ def mixed_note(sources: list[str]) -> str:
 def show_headline(console: Console, rows: list[SourceMean]) -> None:
     """Before the main table: the real figure per retriever with every other source beside it, and what the
     main table mixes. Nothing when the questions hold one source."""
-    if not rows:
-        return
-    lines = headline_lines(rows)
-    if not lines:
-        console.print(mixed_note(list(dict.fromkeys(r.source for r in rows))), markup=False)
-        return
+    lines, notes = headline_and_notes(rows)
     for line in lines:
         console.print(f"headline: {line}", markup=False, highlight=False, soft_wrap=True)
-    console.print(f"quote the real figure: the means below are over {mixed(rows)}", markup=False)
+    for note in notes:
+        console.print(note, markup=False)
+
+
+def headline_and_notes(rows: list[SourceMean]) -> tuple[list[str], list[str]]:
+    """What `show_headline` prints, for --json too: the headline lines (without `headline: `) and the note after
+    them (what the all-question means mix, or that no question is real). Both empty when the questions hold one source."""
+    if not rows:
+        return [], []
+    lines = headline_lines(rows)
+    if not lines:
+        return [], [mixed_note(list(dict.fromkeys(r.source for r in rows)))]
+    return lines, [f"quote the real figure: the means below are over {mixed(rows)}"]
 
 
 def mixed(rows: list[SourceMean]) -> str:

@@ -9,7 +9,7 @@ import typer
 
 from ..errors import InputError
 
-__all__ = ["OutputOpt", "write_lines"]
+__all__ = ["OutputOpt", "command_lines", "write_lines"]
 
 OutputOpt = Annotated[Optional[Path], typer.Option("--output", "-o", help="Write to this file instead of stdout.")]
 
@@ -41,3 +41,20 @@ def write_lines(lines: Iterable[str], output: Optional[Path]) -> int:
         if temporary is not None:
             os.unlink(temporary)
     return count
+
+
+def command_lines(command: str, width: int, indent: int = 2) -> list[str]:
+    """Shell command `command` (as shlex.join writes it) as lines of at most `width` characters where it can be, indented
+    `indent`: one line when it fits, else broken between words with a trailing ` \\` (the shell joins them again), each
+    line after the first indented two more; a word longer than a line stays whole. Pasted as printed, it runs."""
+    import shlex
+
+    words = [shlex.quote(word) for word in shlex.split(command)]
+    lines, line = [], " " * indent + words[0]
+    for word in words[1:]:
+        if len(line) + 1 + len(word) + 2 <= width:  # room for the word and a trailing " \\"
+            line += " " + word
+        else:
+            lines.append(line + " \\")
+            line = " " * (indent + 2) + word
+    return [*lines, line] if len(" ".join(words)) + indent > width else [" " * indent + " ".join(words)]

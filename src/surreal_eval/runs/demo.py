@@ -10,9 +10,12 @@ from ..store.schema import DEMO_DIMENSION, HarnessConfig, import_harness
 from ..models import RunReport
 from ..store.settings import Settings
 
-__all__ = ["DEMO_KS", "run_demo"]
+__all__ = ["DEMO_FLOORS", "DEMO_KS", "run_demo"]
 
 DEMO_KS = [1, 3, 5]
+#: The floors the demo sweeps: whole floors 0 to 5, where the lesson's "every floor from 1.5 to 4 scores the same"
+#: shows (a run's default sweep tries floors around its own floor: fn::seval::floors_around).
+DEMO_FLOORS = [0, 1, 2, 3, 4, 5]
 
 
 def run_demo(*, settings: Settings | None = None) -> RunReport:
@@ -21,4 +24,4 @@ def run_demo(*, settings: Settings | None = None) -> RunReport:
     with connected(settings) as db:
         import_harness(db, HarnessConfig(dimension=DEMO_DIMENSION))
         import_seed(db)
-        return evaluate(db, ks=DEMO_KS, label="demo", per_question=True)
+        return evaluate(db, ks=DEMO_KS, label="demo", per_question=True, params={"floors": DEMO_FLOORS})

@@ -26,6 +26,8 @@ class RankedHit(BaseModel):
     judged: bool = True
     #: on a chunk table: the document the chunk belongs to (what a label names)
     doc: str | None = None
+    #: the start of its text (fn::seval::doc_texts), whitespace folded, at most SNIPPET characters: what the record says
+    snippet: str = ""
 
 
 class RetrieverView(BaseModel):
@@ -39,13 +41,29 @@ class Diagnosis(BaseModel):
     question: str
     text: str
     k: int
+    #: {id, title, grade, dangling: the labelled record no longer exists (counted a miss, or the run refused), snippet}
     labels: list[dict[str, Any]]
     retrievers: list[RetrieverView]
     #: each document of some retriever's top k that nobody judged, first seen first: the `golden label` command that labels it
     label_commands: dict[str, str] = {}
 
 
-__all__ = ["Diagnosis", "RankedHit", "RetrieverView", "default_golden", "diagnose", "label_command"]
+__all__ = ["Diagnosis", "RankedHit", "RetrieverView", "SNIPPET", "default_golden", "diagnose", "label_command"]
+
+#: How much of a record's text diagnose shows beside its title (the whole of it in neither text nor JSON).
+SNIPPET = 80
+
+
+def _snippets(db: Database, records: list[Any]) -> dict[str, str]:
+    """The start of the text of each of `records` (SNIPPET characters, whitespace folded, … when cut), by record_str."""
+    if not records:
+        return {}
+    rows = db.value("RETURN fn::seval::doc_texts($docs)", {"docs": records})
+    found = {}
+    for row in rows:
+        text = " ".join(str(row.get("text") or "").split())
+        found[record_str(row["doc"])] = text if len(text) <= SNIPPET else text[: SNIPPET - 1].rstrip() + "…"
+    return found
 
 
 def default_golden(db: Database) -> str | None:
@@ -92,11 +110,15 @@ def diagnose(
 
     unjudged = [stands_for(h) for view in found["rankings"] for h in view["hits"] if stands_for(h) not in judged]
     question_name = record_str(found["question"]["id"])
+    # a label whose record no longer exists (golden dangling lists them): shown as such, never as a live record
+    gone = {record_str(row["label"]) for row in db.value("RETURN fn::seval::dangling_labels($rows)", {"rows": [found["question"]]})}
+    snippets = _snippets(db, [lab["id"] for lab in found["labels"]] + [h["id"] for view in found["rankings"] for h in view["hits"]])
     return Diagnosis(
         question=question_name,
         text=found["question"]["text"],
         k=k,
-        labels=[{**lab, "id": record_str(lab["id"]), "title": lab["title"] or ""} for lab in found["labels"]],
+        labels=[{**lab, "id": record_str(lab["id"]), "title": lab["title"] or "", "dangling": record_str(lab["id"]) in gone,
+                 "snippet": snippets.get(record_str(lab["id"]), "")} for lab in found["labels"]],
         retrievers=[
             RetrieverView(
                 retriever=view["retriever"],
@@ -109,6 +131,7 @@ def diagnose(
                         relevant=record_str(h["id"]) in relevant or stands_for(h) in relevant,
                         judged=record_str(h["id"]) in judged or stands_for(h) in judged,
                         doc=record_str(h["doc"]) if h.get("doc") else None,
+                        snippet=snippets.get(record_str(h["id"]), ""),
                     )
                     for i, h in enumerate(view["hits"])
                 ],

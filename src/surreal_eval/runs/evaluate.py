@@ -60,10 +60,11 @@ def evaluate(
 
     `ks` are the cutoffs (default DEFAULT_KS, 1, 3, 5 and 10, as `surreal-eval evaluate`).
 
-    `params` may set corpus, depth, rrf_k, floor, floors, weights, norm, split and ann_check (also
-    rank by the exact neighbours, retriever vector_exact, and record the HNSW list's ann_recall@k);
-    the database fills the defaults. The engine checks run first (EngineCheckFailed: no run). The questions are
-    scored in batches with `concurrency` statements in flight
+    `params` may set corpus, depth, rrf_k, floor, floors, weights, norm, split, ann_check (also
+    rank by the exact neighbours, retriever vector_exact, and record the HNSW list's ann_recall@k)
+    and bm25_match ('any', the default, or 'all': BM25 keeps only records holding every query word);
+    the database fills the defaults, and records bm25_fields, the fields the corpus's BM25 searches.
+    The engine checks run first (EngineCheckFailed: no run). The questions are scored in batches with `concurrency` statements in flight
     (default CONCURRENCY); the run becomes visible in history only when every question is scored,
     and a failure discards it. `progress(done, total)` is called as batches of questions finish.
     `supplied` holds rankings made outside the database, scored beside the registry's retrievers

@@ -72,17 +72,19 @@ def score_file(
     format: RunFileFormat = "auto",
     name: str | None = None,
     per_question: bool = False,
+    record: bool = True,
     **scoring: Unpack[Scoring],
 ) -> RunReport:
     """Record the rankings of run file `path` as a run (every metric at every k of `ks`) of the questions of the golden
-    set `scoring` names (else the default one), scored as `scoring` says (models.Scoring), and return its report."""
+    set `scoring` names (else the default one), scored as `scoring` says (models.Scoring), and return its report;
+    with `record` false, score them and record nothing (history stays as it was)."""
     fmt, rankings = read_run_file(path, format=format, name=name)
     if not rankings:
         raise InputError("the run file ranks nothing", source=str(path))
     table = check_corpus(db, corpus)
     chosen = golden_set(db, scoring.get("golden"))
     supplied = records_of(db, rankings, corpus=table, source=str(path), golden=chosen)
-    record = {"source": path.name, "format": fmt, "absent": absent_counts(db, supplied, chosen)}
+    kept = {"source": path.name, "format": fmt, "absent": absent_counts(db, supplied, chosen)}
     params = {**scoring, "corpus": table, "golden": chosen.name}
     return evaluate(db, ks=ks, label=label or f"scored from {path.name}", tag=tag, params=params,
-                    per_question=per_question, trigger="score", supplied=Supplied(supplied, record))
+                    per_question=per_question, trigger="score", supplied=Supplied(supplied, kept), record=record)

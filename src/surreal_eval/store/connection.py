@@ -11,17 +11,24 @@ import threading
 import weakref
 from typing import Any, Callable, Coroutine, Sequence, TypeVar
 
-from surrealdb import AsyncSurreal, DoneFrame, ErrorFrame, RecordID  # noqa: F401 (RecordID: imported from here by other modules)
 from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_random_exponential
-from surrealdb.errors import (
-    ConnectionUnavailableError,
-    InvalidUrlError,
-    NotAllowedError,
-    SurrealError,
-    ThrownError,
-    TransportError,
-    UnsupportedEngineError,
-)
+
+from .sdk_version import require_sdk
+
+try:
+    from surrealdb import AsyncSurreal, DoneFrame, ErrorFrame, RecordID  # noqa: F401 (RecordID: imported from here by other modules)
+    from surrealdb.errors import (
+        ConnectionUnavailableError,
+        InvalidUrlError,
+        NotAllowedError,
+        SurrealError,
+        ThrownError,
+        TransportError,
+        UnsupportedEngineError,
+    )
+except ImportError:  # another SDK than 3.x (langchain-surrealdb pins 1.x): refused in one line, not in the SDK's words
+    require_sdk()
+    raise
 
 from ..errors import (
     AuthenticationFailed,
@@ -33,7 +40,8 @@ from ..errors import (
     Rejected,
     StoreBusy,
 )
-from .local_store import entries, foreign_store, refuse_unusable_folder, undo_failed_open
+from .local_store import NewStore, entries, foreign_store, new_store, refuse_missing_store, refuse_unusable_folder
+from .local_store import undo_failed_open
 from .loop import LoopThread
 from .record_ids import record_str, to_record
 from .settings import Settings
@@ -141,6 +149,8 @@ class Database:
         self.starting = threading.Lock()
         folder = store_folder(settings.url)
         self._wal = str(folder / "wal") if folder else None
+        #: what this open made on disk, if it made a new store (NewStore.remove undoes it after a failed command)
+        self.new_store: NewStore | None = None
         _OPEN.add(self)
 
     def flush_if_full(self) -> bool:
@@ -315,6 +325,7 @@ async def _sign_in(client: Any, settings: Settings) -> None:
 
 
 async def _open(settings: Settings) -> Any:
+    require_sdk()  # an SDK whose names import but whose protocol is not 3.x's
     client = AsyncSurreal(settings.url)
     try:
         await client.connect()
@@ -354,13 +365,17 @@ def open_database(settings: Settings) -> Database:
     """Open the database that `settings` names, sign in if a user is given, and select ns/db
     (`store.opening.connect` also puts right what a killed load left). A mistyped URL (store.urls), a
     file or a folder of other files, and a store of another engine version (store.local_store) are
-    refused in one line (ConfigError); a failed open leaves the store's folder as it was."""
+    refused in one line (ConfigError); a failed open leaves the store's folder as it was. Unless `settings.create`,
+    a store on disk that does not exist yet (a missing path, an empty folder) is refused too, and nothing is made."""
     log.debug("connecting to %s", settings.describe())
     check_url(settings.url)
     folder = store_folder(settings.url)
     if folder is not None:
         refuse_unusable_folder(settings.url, folder)
+        if not settings.create:
+            refuse_missing_store(settings.url, folder)
     before = entries(folder) if folder is not None else None
+    made = new_store(folder) if folder is not None else None
     loop = LoopThread()
     try:
         client = loop.run(_open_with_retries(settings))
@@ -375,4 +390,6 @@ def open_database(settings: Settings) -> Database:
     except BaseException:
         loop.stop()
         raise
-    return Database(client, settings, loop)
+    db = Database(client, settings, loop)
+    db.new_store = made
+    return db

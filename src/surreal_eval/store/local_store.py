@@ -21,7 +21,8 @@ from ..errors import ConfigError
 
 log = logging.getLogger(__name__)
 
-__all__ = ["Before", "refuse_unusable_folder", "entries", "undo_failed_open", "foreign_store", "FOREIGN_FORMAT"]
+__all__ = ["Before", "NewStore", "new_store", "refuse_unusable_folder", "refuse_missing_store", "entries",
+           "undo_failed_open", "foreign_store", "FOREIGN_FORMAT"]
 
 #: What the engine says when the store's format is not one it reads (surrealkv's manifest header).
 FOREIGN_FORMAT = ("Unsupported manifest format version", "Failed to load manifest")
@@ -41,6 +42,57 @@ def refuse_unusable_folder(url: str, folder: Path) -> None:
         shown = ", ".join(sorted(names)[:3]) + (", ..." if len(names) > 3 else "")
         raise ConfigError(f"--url {url!r}: {folder} holds other files ({shown}) and no SurrealDB store (no manifest "
                           "folder); name the folder of a store, or a new or empty folder for a new store")
+
+
+def _missing_from(folder: Path) -> Path:
+    """The first part of `folder`'s path that does not exist (the folder itself, or a parent)."""
+    missing = folder
+    for parent in folder.parents:
+        if parent.exists() or parent.is_symlink() or parent == Path("."):
+            break
+        missing = parent
+    return missing
+
+
+def refuse_missing_store(url: str, folder: Path) -> None:
+    """ConfigError unless `folder` holds a store (its `manifest`), for a command that must not make one: a missing
+    path or an empty folder is refused (refuse_unusable_folder has refused a file and a folder of other files)."""
+    if not folder.exists() and not folder.is_symlink():
+        missing = _missing_from(folder)
+        what = (f"{missing} does not exist" if missing == folder
+                else f"{missing}, the folder it would be in, does not exist")
+        raise ConfigError(f"--url {url!r}: no store at {folder} ({what}); check --url, or make a new store there with "
+                          "`surreal-eval init` or a `load`; nothing was created")
+    if folder.is_dir() and not (folder / "manifest").exists():
+        raise ConfigError(f"--url {url!r}: no store at {folder} (an empty folder); check --url, or make a new store "
+                          "there with `surreal-eval init` or a `load`; nothing was created")
+
+
+@dataclass(frozen=True)
+class NewStore:
+    """What an open that makes a new store makes on disk: `root`, the first part of the store's path that did not
+    exist (removed whole), or the store's folder itself when it was there and empty (`keep_root`: emptied, kept)."""
+
+    root: Path
+    keep_root: bool
+
+    def remove(self) -> None:
+        """Leave the disk as it was before the open (the store closed): for a command that failed on a new store."""
+        if not self.root.is_dir():
+            return
+        if self.keep_root:
+            _remove(self.root, sorted(os.listdir(self.root)))
+        else:
+            _remove(self.root.parent, [self.root.name])
+
+
+def new_store(folder: Path) -> NewStore | None:
+    """What opening `folder` would make (None: it holds a store, or something refuse_unusable_folder refuses)."""
+    if not folder.exists() and not folder.is_symlink():
+        return NewStore(_missing_from(folder), keep_root=False)
+    if folder.is_dir() and not folder.is_symlink() and not os.listdir(folder):
+        return NewStore(folder, keep_root=True)
+    return None
 
 
 @dataclass(frozen=True)

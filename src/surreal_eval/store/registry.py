@@ -6,6 +6,7 @@ in Python lists them. HARNESS_RETRIEVERS are the rows the harness itself seeds, 
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
@@ -13,6 +14,7 @@ from pydantic import BaseModel, computed_field
 
 from .connection import Database
 from .schema import surql_dir
+from .signatures import bind_parameters, function_parameters
 from ..errors import ConfigError, SurrealEvalError
 from ..grammar import parse_retrievers
 
@@ -97,7 +99,27 @@ def check_functions(db: Database, names: list[str], rows: list[Retriever] | None
         return
     held = db.value("INFO FOR DB")["functions"]
     for fn in sorted(calls):
+        owner = next(r for r in by_name.values() if r.function_name == fn)
         if fn.removeprefix("fn::") not in held:
-            owner = next(r.name for r in by_name.values() if r.function_name == fn)
-            raise ConfigError(f"retriever {owner} calls {fn}, which no longer exists: define it again, "
-                              f"or `surreal-eval retriever remove {owner}`")
+            raise ConfigError(f"retriever {owner.name} calls {fn}, which no longer exists: define it again, "
+                              f"or `surreal-eval retriever remove {owner.name}`")
+        _same_signature(owner, held[fn.removeprefix("fn::")])
+
+
+def _same_signature(row: Retriever, ddl: str) -> None:
+    """A ConfigError naming retriever `row` and the way on when its function's parameters, as defined now, no longer bind as
+    they did when it was registered (the function was redefined with another signature)."""
+    params = function_parameters(ddl)
+    registered = row.binding if row.binding is not None else ["text", "embedding", "k"]  # a row of 0.1: called so (function_dispatch)
+    try:
+        now = bind_parameters(row.function_name, params, row.args)
+    except SurrealEvalError as error:
+        now, why = None, f"which do not bind ({error})"
+    else:
+        why = f"which get {', '.join(now)}"
+    if now != registered:
+        given = "".join(f" --arg {name}={json.dumps(value)}" for name, value in row.args.items())
+        have = ", ".join(f"{p}: {t}" for p, t in params) or "none"
+        raise ConfigError(f"retriever {row.name}: {row.function_name} was redefined since it was registered: its parameters are now ({have}), "
+                          f"{why}, and were registered to get {', '.join(registered)}; register it again: `surreal-eval retriever "
+                          f"remove {row.name}` then `surreal-eval retriever add {row.name} --function {row.function_name}{given}`")

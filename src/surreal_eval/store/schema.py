@@ -11,6 +11,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from .analyzers import record_analyzers, table_analyzer
+from .bm25_fields import bm25_fields, bm25_predicates
 from .connection import Database
 from .migrations import move_old_results
 from .names import (PREFIX, PREFIX_FUNCTIONS, RESERVED_WORDS, FieldPath, field_path, function_name, harness_table, identifier,
@@ -38,6 +39,7 @@ __all__ = [
     "define_corpus",
     "define_vector_ef",
     "define_corpus_indexes",
+    "upgrade_corpus_table",
     "record_article_indexes",
     "corpus_tables",
     "identifier",
@@ -55,7 +57,7 @@ __all__ = [
 
 #: The files that make up the harness, in the order they are applied. corpus and corpus_indexes
 #: are templates of one corpus table, applied here for `article` (and by define_corpus for others).
-HARNESS_SCRIPTS = ("analyzers", "schema", "golden", "labels", "promote", "generate", "judge", "corpus", "corpus_indexes", "ingest", "retrievers",
+HARNESS_SCRIPTS = ("analyzers", "schema", "golden", "labels", "promote", "generate", "judge", "corpus", "corpus_indexes", "ingest", "bm25_match", "retrievers",
                    "tune_ef", "attached", "user_retrievers", "supplied", "endpoints", "rerank", "registry", "metrics", "scoring", "history",
                    "candidate_cache", "incremental", "incremental_bm25", "ann_check",
                    "checks", "evaluate", "watch", "queries", "runs", "tags", "prune", "access")
@@ -67,7 +69,7 @@ DOCUMENTS = "seval_article"
 METRIC_DISPATCH = "metric_dispatch"
 DEMO_DIMENSION = 4
 
-_EACH = re.compile(r"^-- each (content|embedding)\n(.*?)^-- end\n", re.MULTILINE | re.DOTALL)
+_EACH = re.compile(r"^-- each (content|embedding|bm25)\n(.*?)^-- end\n", re.MULTILINE | re.DOTALL)
 
 class HarnessConfig(BaseModel):
     """The literals the harness is rendered with; stored in the database as `seval_config:current`."""
@@ -133,6 +135,11 @@ def import_harness(db: Database, config: HarnessConfig, *, skip_unchanged: bool 
             f"the database holds {stored}-d embeddings; it cannot be re-imported with dimension "
             f"{config.dimension} (use a new database, or --dimension {stored})"
         )
+    # corpus tables written before bm25_text (an older version): the field computed on their rows, their BM25 index
+    # defined again on it below (article's by corpus_indexes, applied again since its text changed)
+    upgraded = {t: table_analyzer(db, t) for t in _tables_without_bm25_text(db)} if present else {}
+    for table in upgraded:
+        _write_bm25_text(db, table, config)
     recorded = {}
     if skip_unchanged and present and harness_config(db) == config:
         recorded = {row["name"]: row["checksum"] for row in
@@ -145,6 +152,9 @@ def import_harness(db: Database, config: HarnessConfig, *, skip_unchanged: bool 
             continue
         apply(db, text)
         applied.append(name)
+    for table, chosen in upgraded.items():
+        if table != DOCUMENTS or "corpus_indexes" not in applied:
+            define_corpus_indexes(db, table, analyzer=chosen)
     move_old_results(db)
     dispatch = metric_dispatch(db)
     checksums[METRIC_DISPATCH] = hashlib.sha256(dispatch.encode("utf-8")).hexdigest()
@@ -254,10 +264,47 @@ def attached_script(rows: list[dict], config: HarnessConfig) -> str:
 
     def expand(each: re.Match[str]) -> str:
         field = each[1]
+        if field == "bm25":
+            return "".join(render(bm25_predicates(each[2], bm25_fields(row)), {**config.model_dump(), "table": row["table"]}, source=source)
+                           for row in rows if row.get("content"))
         return "".join(render(each[2], {**config.model_dump(), "table": row["table"], field: FieldPath(row[field])}, source=source)
                        for row in rows if row.get(field))
 
     return render(_EACH.sub(expand, _read(ATTACHED_SCRIPT)), config.model_dump(), source=source)
+
+
+def _tables_without_bm25_text(db: Database) -> list[str]:
+    """The harness's corpus tables (not attached) that exist without field bm25_text: written by a version before it."""
+    if "seval_corpus" not in (tables := db.value("INFO FOR DB")["tables"]):
+        return []
+    owned = db.value("SELECT VALUE record::id(id) FROM seval_corpus WHERE attached != true ORDER BY id")
+    return [t for t in owned if t in tables and "bm25_text" not in db.value("INFO FOR TABLE $t", {"t": identifier(t, what="corpus table")})["fields"]]
+
+
+def upgrade_corpus_table(db: Database, table: str) -> bool:
+    """Give harness corpus table `table`, written by a version before bm25_text (surql/corpus.surql), that field on
+    every row and its BM25 index on it (with the analyzer its index had); True when it did, False when the table is
+    missing or has the field already. (A load into such a table calls this first; `init` does it for every one.)"""
+    if table not in _tables_without_bm25_text(db):
+        return False
+    chosen = table_analyzer(db, table)
+    _write_bm25_text(db, table, require_config(db))
+    define_corpus_indexes(db, table, analyzer=chosen)
+    return True
+
+
+def _write_bm25_text(db: Database, table: str, config: HarnessConfig) -> None:
+    """Remove corpus table `table`'s search indexes, define its fields as corpus.surql does now, and write its rows
+    again a thousand at a time (each write committed: an index defined in the transaction that wrote the rows comes
+    out empty), so that the engine computes bm25_text; its indexes are defined again by the caller."""
+    apply(db, statement("REMOVE INDEX IF EXISTS {{text}} ON {{corpus}}; REMOVE INDEX IF EXISTS {{vectors}} ON {{corpus}};",
+                        text=f"{table}_content", vectors=f"{table}_embedding", corpus=table) + "\n"
+          + render(_read("corpus"), {"corpus": identifier(table, what="corpus table"), "dimension": config.dimension},
+                   source="surql/corpus.surql"))
+    page = statement("RETURN array::len(UPDATE (SELECT VALUE id FROM {{corpus}} WHERE bm25_text = NONE LIMIT 1000) RETURN id);",
+                     corpus=table)
+    while db.value(page):
+        db.flush_if_full()
 
 
 def define_vector_ef(db: Database, ef: int) -> None:

@@ -27,6 +27,9 @@ class Settings(BaseModel):
     password: SecretStr | None = None
     #: sign in through this record access (e.g. `evaluator`) as account `user`, instead of as a system user
     access: str | None = None
+    #: False: an embedded store on disk (surrealkv://PATH) must already exist; a missing path or an empty
+    #: folder is refused in one line and nothing is made (the CLI's commands that only use a store)
+    create: bool = True
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None, **overrides: object) -> "Settings":

@@ -62,6 +62,9 @@ class AddedRetriever(BaseModel):
     probed_hits: Optional[int] = None
     #: whether its top SHALLOW_K there was the first SHALLOW_K of its top PROBE_K (None for a fusion)
     prefix: Optional[bool] = None
+    #: whether a second call at PROBE_K returned the same records in the same order (False: ties broken at random, as
+    #: `search::rrf` does, so two runs on the same data can differ; None for a fusion)
+    repeatable: Optional[bool] = None
 
 
 def _taken_names(db: Database) -> set[str]:
@@ -92,9 +95,9 @@ def _register(db: Database, name: str, row: dict[str, Any]) -> None:
 
 
 def _probe(db: Database, name: str, fn: str, binding: list[str], args: dict[str, Any], corpus: str,
-           text: str | None) -> tuple[str | None, list[Any], list[Any]]:
-    """Call `fn` on the first question of the default golden set (or on `text`) at PROBE_K and SHALLOW_K and
-    check what it returns; (question, the ids at PROBE_K, the ids at SHALLOW_K)."""
+           text: str | None) -> tuple[str | None, list[Any], list[Any], list[Any]]:
+    """Call `fn` on the first question of the default golden set (or on `text`) at PROBE_K, SHALLOW_K and PROBE_K again
+    and check what it returns; (question, the ids at PROBE_K, the ids at SHALLOW_K, the ids at PROBE_K the second time)."""
     if text is None:
         questions = golden_rows(db, golden_set(db))
         if not questions:
@@ -104,13 +107,13 @@ def _probe(db: Database, name: str, fn: str, binding: list[str], args: dict[str,
         question = {"id": None, "text": text, "embedding": None}
     where = record_str(question["id"]) if question["id"] is not None else f"text {text!r}"
     found = []
-    for k in (PROBE_K, SHALLOW_K):
+    for k in (PROBE_K, SHALLOW_K, PROBE_K):
         try:
             found.append([h["id"] for h in db.value(function_probe(fn, binding), {
                 "name": name, "text": question["text"], "embedding": question["embedding"], "corpus": corpus, "k": k, "args": args})])
         except (Rejected, QueryFailed, ConfigError) as error:
             raise InputError(f"{fn} on {where}{'' if k == PROBE_K else f' at k = {k}'}: {error}") from None
-    return (record_str(question["id"]) if question["id"] is not None else None), found[0], found[1]
+    return (record_str(question["id"]) if question["id"] is not None else None), found[0], found[1], found[2]
 
 
 def add_function_retriever(db: Database, name: str, *, function: str, corpus: str | None = None, by_default: bool = True,
@@ -133,14 +136,14 @@ def add_function_retriever(db: Database, name: str, *, function: str, corpus: st
         raise InputError(f"function {fn} is the harness's own: register a function you wrote")
     params = function_parameters(ddl)
     binding = bind_parameters(fn, params, given)
-    question, deep, shallow = _probe(db, name, fn, binding, given, corpus, text)
+    question, deep, shallow, again = _probe(db, name, fn, binding, given, corpus, text)
     row = {"position": _position(db), "lists": [name], "fusion": "none", "by_default": by_default, "function_name": fn,
            "corpus": corpus, "harness": False, "binding": binding, "args": given, "per_k": per_k}
     _register(db, name, row)
     call = f"{fn}({describe_binding([p.removeprefix('$') for p, _ in params], binding, given)})"
     return AddedRetriever(name=name, kind="function", lists=[name], fusion="none", function_name=fn, corpus=corpus,
                           by_default=by_default, binding=binding, args=given, call=call, per_k=per_k,
-                          probed_question=question, probed_hits=len(deep), prefix=shallow == deep[:SHALLOW_K])
+                          probed_question=question, probed_hits=len(deep), prefix=shallow == deep[:SHALLOW_K], repeatable=again == deep)
 
 
 def add_fused_retriever(db: Database, name: str, *, fusion: str, lists: list[str], by_default: bool = True) -> AddedRetriever:
