@@ -244,9 +244,11 @@ def add_labels(db: Database, path: Path, *, golden: str | None = None, note: str
         resolved.append((row, question, doc))
     questions = {record_str(r["id"]): r for r in db.value("RETURN fn::seval::golden_rows($g, NONE, $ids)", {
         "g": chosen.model_dump(), "ids": list({record_str(q): q for _, q, _ in resolved}.values())}) if r} if resolved else {}
-    exists = db.value("RETURN $docs.map(|$d| record::exists($d))", {"docs": [d for _, _, d in resolved]}) if resolved else []
+    missing = {record_str(d) for d in db.value("RETURN fn::seval::missing_records($docs)", {"docs": [d for _, _, d in resolved]})} \
+        if resolved else set()
     todo, unchanged = [], 0
-    for (row, question, doc), there in zip(resolved, exists):
+    for row, question, doc in resolved:
+        there = record_str(doc) not in missing
         mine = questions.get(record_str(question))
         if mine is None:
             raise InputError(f"no question {record_str(question)} in the golden set {chosen.name}", source=row.source, line=row.line)
@@ -263,7 +265,7 @@ def add_labels(db: Database, path: Path, *, golden: str | None = None, note: str
         todo.append((row, {"q": question, "doc": doc, "grade": row.grade, "note": row.note or note, "action": action}))
     if todo:
         try:
-            db.query("FOR $r IN $rows { LET $done = fn::seval::add_judgment($g, $r.q, $r.doc, $r.grade, $source, $by, $r.note); };",
+            db.value("RETURN fn::seval::add_judgments($g, $rows, $source, $by)",
                      {"g": chosen.model_dump(), "rows": [r for _, r in todo], "source": label_source(source), "by": by or who()})
         except Rejected as error:  # a rule only the database checks: name the line it names
             said = str(error)
