@@ -22,7 +22,6 @@ import argparse
 import json
 import os
 import sys
-import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -75,23 +74,13 @@ def timed(db, run, questions: list, expression: str, repeat: int) -> float:
 
 
 def measure(dataset: str, questions: int, documents: int, repeat: int, sample: int) -> list[tuple[str, float, bool]]:
-    from surreal_eval import Settings, connect
-
-    docs, asked, batches, embeddings = (watch_scale.cisi_set if dataset == "cisi" else watch_scale.debian_set)(questions, documents)
-    with tempfile.TemporaryDirectory(prefix=f"steps-{dataset}-") as tmp:
-        folder = Path(tmp)
-        print(f"{dataset}: loading {len(docs):,} documents and {len(asked)} questions ({embeddings} embeddings) ...", flush=True)
-        watch_scale.base_store(folder, docs, asked)
-        db = connect(Settings(url=watch_scale.copy(folder, "steps")))
-        try:
-            watch_scale._write(db, batches[0])
-            started = db.value("RETURN fn::seval::start_run($ks, $names, $given, $label)",
-                               {"ks": watch_scale.KS, "names": db.value("RETURN fn::seval::default_retrievers()"),
-                                "given": {"engine": db.engine_version()}, "label": None})
-            chosen = started["questions"][:sample]
-            return [(name, timed(db, started["run"], chosen, expression, repeat), whole) for name, expression, whole in STEPS]
-        finally:
-            db.close()
+    with watch_scale.watched_store(dataset, questions, documents, "steps") as (db, batches):
+        watch_scale._write(db, batches[0])
+        started = db.value("RETURN fn::seval::start_run($ks, $names, $given, $label)",
+                           {"ks": watch_scale.KS, "names": db.value("RETURN fn::seval::default_retrievers()"),
+                            "given": {"engine": db.engine_version()}, "label": None})
+        chosen = started["questions"][:sample]
+        return [(name, timed(db, started["run"], chosen, expression, repeat), whole) for name, expression, whole in STEPS]
 
 
 def main() -> None:

@@ -32,6 +32,7 @@ writes every number.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import shutil
@@ -227,6 +228,24 @@ def base_store(folder: Path, docs: list, questions: list) -> str:
     finally:
         db.close()
     return url
+
+
+@contextlib.contextmanager
+def watched_store(dataset: str, questions: int, documents: int, name: str):
+    """The set's store as base_store makes it, in a temporary folder, copied to `name` and opened, with the
+    batches of new documents: (db, batches); closed and removed on leaving."""
+    from surreal_eval import Settings, connect
+
+    docs, asked, batches, embeddings = (cisi_set if dataset == "cisi" else debian_set)(questions, documents)
+    with tempfile.TemporaryDirectory(prefix=f"{name}-{dataset}-") as tmp:
+        folder = Path(tmp)
+        print(f"{dataset}: loading {len(docs):,} documents and {len(asked)} questions ({embeddings} embeddings) ...", flush=True)
+        base_store(folder, docs, asked)
+        db = connect(Settings(url=copy(folder, name)))
+        try:
+            yield db, batches
+        finally:
+            db.close()
 
 
 def copy(folder: Path, name: str) -> str:

@@ -148,3 +148,33 @@ def test_the_watch_benchmark_measures_a_commit_with_watch_on_and_off_and_the_eva
     # every vector list merged, a BM25 list rescored where certain, else fetched; memory the child's own
     retrieval = after.said["retrieval"]
     assert retrieval["merged"] >= 8 and retrieval["merged"] + retrieval["fetched"] == 16 and after.peak_rss_mb > 0
+
+
+def _certified(scores: list[float], lengths: list[int], *, new: list[dict] = (), k: int = 2, after_docs: int = 100,
+               df: dict | None = None) -> bool:
+    """certify_ingest's BM25 certificate on a hand-made list (each entry holding every query term once), 100
+    documents of length 10 before the ingest and `after_docs` after it, each query term in `df` (default t: 5)."""
+    import certify_ingest
+
+    df = df or {"t": 5}
+    stats = {"terms": list(df), "w": [1] * len(df), "len": lengths, "tf": [[1.0] * len(df)] * len(scores)}
+    hits = [{"id": f"d{i}", "score": s} for i, s in enumerate(scores)]
+    return certify_ingest.certify_bm25(stats, hits, k, {"k1": 1.2, "b": 0.75}, {"documents": 100, "length": 1000},
+                                       {"documents": after_docs, "length": after_docs * 10}, df, df, list(new), set(), [])
+
+
+def test_the_ingest_certificate_keeps_a_top_k_only_where_no_record_can_overtake():
+    # nothing changed: a factor of exactly 1; the k-th's neighbour of the same length moves with it
+    assert _certified([10, 8, 8, 5], [10, 12, 12, 20])
+    # tied at the k-th with another length: the order of the two can change, and with it the top 2
+    assert not _certified([10, 8, 8, 5], [10, 12, 13, 20])
+    # the group alike to the k-th runs to the end of the kept list: what lies below is unknown
+    assert not _certified([10, 8, 8], [10, 12, 12])
+    # a record added holding the term: idf 2.85 (n 5 of 100), so about 5.6 with tf 9 in 1 token, 0.14 with tf 1 in 500
+    strong = {"length": 1, "terms": ["t"], "counts": {"t": 9}}
+    weak = {"length": 500, "terms": ["t"], "counts": {"t": 1}}
+    assert not _certified([6, 5, 1], [10, 12, 20], new=[strong]) and _certified([6, 5, 1], [10, 12, 20], new=[weak])
+    # 20 documents more: idf of t (n 5) grows by 1.067, of u (n 30) by 1.298, so scores may move apart by 22%
+    two = {"t": 5, "u": 30}
+    assert not _certified([10, 9, 5], [10, 11, 20], after_docs=120, df=two)
+    assert _certified([10, 5, 2], [10, 11, 20], after_docs=120, df=two)

@@ -105,6 +105,22 @@ def test_the_margin_keeps_a_label_three_clicks_cannot_carry_from_a_tiny_log():
     assert label_log(tiny, ClickModel(name="coec")).derived == {}
 
 
+def test_a_fitted_model_labels_by_satisfied_clicks_where_coec_counts_every_click():
+    # x is clicked in all 8 impressions, each time left after 10 s (counted, not satisfied); y once at each rank, read 40 s
+    short, read = {"x": 10}, {"x": 10, "y": 40}
+    hand = [Impression(query="a", shown=list(order), clicked=["x", "y"] if n == 0 else ["x"], dwell=read if n == 0 else short,
+                       user=f"{order}{n}") for order in ("xy", "yx") for n in range(4)]
+    # COEC: CTR(1) = CTR(2) = 5/8, both pairs expect 8 (5/8) = 5 clicks: x 8/5 = 1.6, a label; y 2/5 = 0.4, none
+    assert label_log(hand, ClickModel(name="coec", margin=0)).derived == {"a": ({"x": 1}, [])}
+    # the PBM on the clicks that count: a(x) g = 1 at both ranks, a(y) g = 1/4: y 0.25 / 0.625 = 0.4; on satisfied clicks
+    # x has none (a(x) -> 0) and y is 2 / 1: x is no label (no click of it satisfied), y is (and grade 2: read 40 s)
+    found = label_log(hand, ClickModel(name="pbm", margin=0))
+    assert found.derived == {"a": ({"y": 2}, [])} and found.scores["a"]["y"] == pytest.approx(2, abs=1e-3)
+    # with no dwell in the log every click is satisfied: the PBM labels x as COEC does
+    plain = [i.model_copy(update={"dwell": None}) for i in hand]
+    assert label_log(plain, ClickModel(name="pbm", margin=0)).derived == {"a": ({"x": 1}, [])}
+
+
 def simulated(behaviour: str, impressions: int, seed: int) -> list[tuple[str, list[str], set[str]]]:
     """A small log of 20 queries over 10 documents each, relevant half the time at random: clicks on
     relevant 0.6, others 0.06; `pbm`: examination 1/r; `cascade`: down the list, stop at the first click."""

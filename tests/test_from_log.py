@@ -273,9 +273,10 @@ BEHAVIOURS = [b if b == "cascade" else pytest.param(b, marks=pytest.mark.slow)
 
 @pytest.mark.parametrize("behaviour", BEHAVIOURS)
 def test_auto_labels_are_as_good_as_coec_and_raw_clicks_under_each_user_behaviour(behaviour):
-    """4,000 impressions (seed 11) per behaviour of benchmarks/click_log.py, labelled with no database. Where users
-    stop reading (cascade, DBN) auto's model beats COEC outright; where examination is by position alone PBM and COEC
-    estimate the same thing, and auto stays within noise of COEC (0.02 precision, 0.03 recall): docs/golden-set.md."""
+    """4,000 impressions (seed 11) per behaviour of benchmarks/click_log.py, labelled with no database: auto's precision
+    and recall each at least COEC's and raw clicks', its precision at least 0.9. Where users stop reading (cascade, DBN)
+    auto's model beats COEC outright; where examination is by position alone the gain is the satisfied clicks' (a pair
+    whose every click was short is no label): docs/golden-set.md."""
     import click_behaviours
     import click_log
 
@@ -286,10 +287,8 @@ def test_auto_labels_are_as_good_as_coec_and_raw_clicks_under_each_user_behaviou
     auto, coec, raw = (click_behaviours.score(folder, log, method) for method in ("auto", "coec", "raw"))
     figures = {m["method"]: (m["model"], m["precision"], m["recall"]) for m in (auto, coec, raw)}
     assert auto["fits"] and auto["model"] == auto["fits"][0]["model"], figures  # chosen by held-out fit
-    assert auto["recall"] >= raw["recall"] and auto["precision"] >= raw["precision"] - 0.02, figures
-    assert auto["recall"] >= coec["recall"] - 0.03 and auto["precision"] >= coec["precision"] - 0.02, figures
-    if behaviour != "weak":  # a weak click signal on 4,000 impressions: 0.86 for auto and COEC alike (0.92 on 10,000)
-        assert auto["precision"] >= 0.9, figures
+    assert auto["precision"] >= max(coec["precision"], raw["precision"]) and auto["precision"] >= 0.9, figures
+    assert auto["recall"] >= max(coec["recall"], raw["recall"]), figures
     if behaviour in ("cascade", "dbn"):  # users who stop reading: COEC's examination by rank alone is wrong
         assert auto["model"] in ("cascade", "ubm") and auto["precision"] > coec["precision"] and auto["recall"] > coec["recall"], figures
 

@@ -37,7 +37,7 @@ def test_a_run_after_new_documents_merges_the_vector_lists_and_rescores_the_bm25
     assert (after.retrieval["merged"], after.retrieval["fetched"], after.retrieval["reused"]) == (11, 5, 0)
     assert after.incremental and after.since["added"] == 1 and after.since["base"] is not None
     assert [record_str(x) for x in after.since["ids"]["added"]] == ["seval_article:decoy"]
-    fresh = evaluate(seeded, ks=[1, 3], fresh=True, keep_lists=False)
+    fresh = evaluate(seeded, ks=[1, 3], fresh=True, keep_lists=False, params={"floors": after.params["floors"]})  # its sweep too
     assert rankings(seeded, after.run) == rankings(seeded, fresh.run)  # the incremental run ranks as a fresh one
 
 
@@ -57,7 +57,7 @@ def test_removed_and_re_embedded_records_leave_the_vector_lists_exact(seeded):
     evaluate(seeded, ks=[1, 3])
     seeded.query("DELETE seval_article:contact_support; UPDATE seval_article:track_order SET embedding = [0.5, 0.5, 0.5, 0.5]")
     after = evaluate(seeded, ks=[1, 3])
-    fresh = evaluate(seeded, ks=[1, 3], fresh=True, keep_lists=False)
+    fresh = evaluate(seeded, ks=[1, 3], fresh=True, keep_lists=False, params={"floors": after.params["floors"]})  # its sweep too
     assert after.since["removed"] == 1 and after.since["embedding_changed"] == 1
     assert rankings(seeded, after.run) == rankings(seeded, fresh.run)
 
@@ -159,7 +159,7 @@ def test_a_bm25_state_that_no_longer_gives_the_kept_scores_makes_the_lists_be_fe
     # every BM25 list with entries fails the check (recomputed old scores differ from those kept) and is fetched;
     # an empty kept list has no score to check, and its bound certifies it
     assert bm25.count("fetched") >= 7 and after.retrieval["merged"] >= 8
-    fresh = evaluate(seeded, ks=[1, 3], fresh=True, keep_lists=False)
+    fresh = evaluate(seeded, ks=[1, 3], fresh=True, keep_lists=False, params={"floors": after.params["floors"]})  # its sweep too
     assert rankings(seeded, after.run) == rankings(seeded, fresh.run)
 
 
@@ -177,3 +177,16 @@ def test_the_bm25_state_counts_what_the_index_counts(seeded):
         for term in set(t):
             counted[term] = counted.get(term, 0) + 1
     assert kept == counted
+
+
+def test_a_bm25_state_of_more_terms_than_concat_can_hold_is_kept(db):
+    # 40,000 distinct terms (Debian's 20,000 package names and descriptions hold about that): concat's output
+    # is capped at 1 MiB, about 17,000 strings, so a state built with it failed the run that kept it
+    db.query("FOR $i IN $ids { CREATE type::record('seval_corpus_doc', ['seval_article', $i]) CONTENT { corpus: 'seval_article', "
+             "doc: type::record('seval_article', $i), text: 't', embedding: 'e', length: 2, terms: ['alpha' + $i, 'beta' + $i], "
+             "counts: object::from_entries([['alpha' + $i, 1], ['beta' + $i, 1]]) } RETURN NONE; }",
+             {"ids": [f"d{i}" for i in range(20_000)]})
+    state = db.value("RETURN fn::seval::keep_bm25_state('seval_article', { full: true, docs: [], plus: {}, minus: {}, "
+                     "state: { key: 'k', documents: 20000, length: 40000 } })")
+    assert state == {"key": "k", "documents": 20000, "length": 40000}
+    assert db.value("RETURN count(SELECT id FROM seval_corpus_term WHERE corpus = 'seval_article')") == 40_000

@@ -94,17 +94,16 @@ def test_fn_evaluate_returns_means_and_the_sweep_and_records_nothing(seeded, rep
     assert seeded.value("RETURN count(SELECT id FROM seval_ranking WHERE run NOTINSIDE $r)", {"r": [r["id"] for r in runs]}) == 0
     means = {m["retriever"]: m["metrics"]["recall"] for m in got["means"]}
     assert means == {r: mean(report, r, 5) for r in ("bm25", "vector", "hybrid", "hybrid_floor")}
-    assert {s["floor"] for s in got["sweep"]} == {0, 1.5, 2.25, 3, 4.5, 6}  # around the default floor 3 (floors_around)
+    # from the data: 0 and percentiles of the BM25 scores of the top-5 lists (tests/test_sweep_floors.py works them out)
+    assert {s["floor"] for s in got["sweep"]} == {0, 0.77, 1.16, 1.37, 2.07, 4.43}
 
 
-def test_the_sweep_tries_floors_around_the_runs_floor_and_the_demo_whole_floors(seeded, report):
-    """The sweep was 0 to 5 whatever --floor said; it is now 0 and a half to twice the run's floor."""
+def test_the_demo_sweeps_its_whole_floors_and_a_run_floors_from_the_data_whatever_its_floor(seeded, report):
+    """The sweep was 0 to 5 whatever the data; the demo keeps those floors, a run takes its floors from its BM25 scores."""
     assert sorted({row.floor for row in report.sweep}) == DEMO_FLOORS
     at_two = evaluate(seeded, ks=[3], params={"floor": 2.0})
-    assert sorted({row.floor for row in at_two.sweep}) == [0, 1, 1.5, 2, 3, 4]
     at_ten = evaluate(seeded, ks=[3], params={"floor": 10.0})
-    assert sorted({row.floor for row in at_ten.sweep}) == [0, 5, 7.5, 10, 15, 20]
-    assert seeded.value("RETURN fn::seval::floors_around(0)") == [0, 1, 2, 3, 4, 5]
+    assert sorted({row.floor for row in at_two.sweep}) == sorted({row.floor for row in at_ten.sweep}) == [0, 1.17, 1.24, 1.85, 2.07, 5.22]
 
 
 def test_demo_reports_the_same_numbers():

@@ -11,23 +11,8 @@ from pydantic import (BaseModel, ConfigDict, Field, PrivateAttr, SerializationIn
 
 from .grammar import RecordKey
 
-__all__ = [
-    "MAX_NESTING",
-    "Scoring",
-    "Article",
-    "Passage",
-    "Question",
-    "Bounds",
-    "MetricRow",
-    "QuestionResult",
-    "SweepRow",
-    "AnnRow",
-    "EngineCheck",
-    "RunReport",
-    "RunSummary",
-    "data_problem",
-    "vector_problem",
-]
+__all__ = ["MAX_NESTING", "Scoring", "Article", "Passage", "Question", "Bounds", "MetricRow", "QuestionResult", "SweepRow",
+           "AnnRow", "EngineCheck", "SourceMean", "RunReport", "RunSummary", "data_problem", "vector_problem"]
 
 #: How deep objects and arrays may nest in a row's values (metadata); deeper is refused at read.
 MAX_NESTING = 32
@@ -292,15 +277,28 @@ class EngineCheck(BaseModel):
     note: str
 
 
+class SourceMean(BaseModel):
+    """One retriever's mean of `metric` on one source's `questions`, its 95% interval, its gap to real (source - real; None: `gap_note` says why)."""
+
+    retriever: str
+    metric: str
+    source: str
+    questions: int
+    mean: float
+    low: float
+    high: float
+    gap: float | None = None
+    gap_note: str | None = None
+
+
 class _AfterChanges(BaseModel):
     """What a run records of how it was made: its candidate lists, and the corpus changes and ingests it followed."""
 
     #: {lists, reused, merged, fetched, called, rescored, copied}: how the run got its candidate lists (reused as kept,
     #: brought up to date with the corpus's changes, fetched from an index, called) and how many questions it scored
     retrieval: dict[str, Any] | None = None
-    #: the corpus changes the run was made after and the run whose results it reused for questions ranked alike
-    #: ({base, added, text_changed, embedding_changed, removed, ids, since}: surql/incremental.surql); None: a run on
-    #: an unchanged corpus, or one that retrieved every list anew
+    #: the corpus changes the run was made after and the run whose results it reused for questions ranked alike ({base, added, text_changed,
+    #: embedding_changed, removed, ids, since}: surql/incremental.surql); None: a run on an unchanged corpus, or one that retrieved every list anew
     since: dict[str, Any] | None = None
     #: the ingests the run was made after (`surreal-eval watch`)
     ingests: list[str] = []
@@ -352,6 +350,9 @@ class RunReport(_AfterChanges, _Means):
     tags: list[str] = []
     #: False for `evaluate --no-record`: the run was scored and discarded, nothing of it is in history
     recorded: bool = True
+    #: the means per question source with the gaps to real (`evaluate`, runs/sources.py); []: `by_source_note` says why; None: not worked out
+    by_source: list[SourceMean] | None = None
+    by_source_note: str | None = None
 
     @property
     def metrics(self) -> list[str]:

@@ -8,15 +8,14 @@ and 95% percentile bootstrap interval (`stats.confidence_interval`). The fields 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 
 from pydantic import BaseModel
 from surrealdb import RecordID
 
-from ..store.connection import Database, record_str
-from ..errors import ConfigError, NotFound
-from ..runs.record import resolve_run, run_metrics, run_order
-from ..grammar import MetricSpec, parse_metric
+from ..store.connection import Database
+from ..errors import ConfigError
+from ..runs.sources import scored_rows
 from ..stats import confidence_interval
 
 __all__ = ["SLICE_FIELDS", "Slice", "scored_rows", "slices"]
@@ -45,22 +44,6 @@ def _fields(by: str | Iterable[str]) -> list[str]:
             f"cannot slice by {', '.join(unknown) or 'nothing'}: use one or more of {', '.join(SLICE_FIELDS)}"
         )
     return list(dict.fromkeys(names))
-
-
-def scored_rows(db: Database, run: str | RecordID, metric: str) -> tuple[MetricSpec, list[dict], Callable]:
-    """Run `run`'s labelled per-question results at `metric`'s cutoff with the question's fields now
-    (fn::seval::slice_rows), the parsed metric, and the sort key of the run's retriever order."""
-    run_id = resolve_run(db, run)
-    info = db.value("RETURN fn::seval::finished_run($run)", {"run": run_id})
-    spec = parse_metric(metric, run_metrics(info))
-    if spec.k not in info["ks"]:
-        raise ConfigError(
-            f"run {record_str(run_id)} measured k = {', '.join(map(str, info['ks']))}, not {spec}"
-        )
-    rows = db.value("RETURN fn::seval::slice_rows($run, $k)", {"run": run_id, "k": spec.k})
-    if not rows:
-        raise NotFound(f"run {record_str(run_id)} has no per-question results at k = {spec.k}")
-    return spec, rows, run_order(info["retrievers"])
 
 
 def slices(

@@ -16,15 +16,13 @@ from pydantic import BaseModel
 
 from ..errors import ConfigError, InputError
 from ..store.connection import Database, record_str
+from ..store.field_map import GoldenFields
 from ..store.golden import OWN_GOLDEN, GoldenSet, golden_rows
-from ..store.schema import PREFIX, field_path, identifier, require_config
+from ..store.schema import PREFIX, identifier, require_config
 from ..load.embedders import Embedder
 from .labels import who
 
-__all__ = ["GoldenAttachReport", "attach_golden", "detach_golden", "golden_sets", "list_dangling"]
-
-#: What `golden attach` maps, by option: the field of the user's table holding each.
-FIELDS = ("text", "relevant", "embedding", "grades", "category", "language")
+__all__ = ["GoldenAttachReport", "GoldenFields", "attach_golden", "detach_golden", "golden_sets", "list_dangling"]
 
 
 class GoldenAttachReport(BaseModel):
@@ -76,20 +74,12 @@ def _problems(table: str, fields: dict[str, Optional[str]], rows: list[dict[str,
 
 
 def attach_golden(
-    db: Database,
-    table: str,
-    *,
-    text: str,
-    relevant: str,
-    embedding: str | None = None,
-    grades: str | None = None,
-    category: str | None = None,
-    language: str | None = None,
-    embedder: Embedder | None = None,
+    db: Database, table: str, fields: GoldenFields | None = None, *, embedder: Embedder | None = None, **named: str | None
 ) -> GoldenAttachReport:
     """Register user table `table` as a golden set, in place: its questions' text, labels (records of
     an attached corpus, or of the tables their records belong to) and optional embedding, grades,
-    category and language are read from the fields named, at every run. Refused, with nothing
+    category and language are read from the fields `fields` names (or the same given as keyword
+    arguments: text="ask", relevant="gold", ...), at every run. Refused, with nothing
     changed: a table that does not exist or is the harness's, a field that is not a field, a table with
     no questions, a question with no text or no labels, grades that are not one positive number per
     label, an embedding of another dimension, a label that is not a record of such a table. Labels
@@ -98,13 +88,11 @@ def attach_golden(
     questions added or changed since."""
     config = require_config(db)
     table = identifier(table, what="golden table")
-    given = {"text": text, "relevant": relevant, "embedding": embedding, "grades": grades,
-             "category": category, "language": language}
-    fields = {key: (str(field_path(value, what=f"--{key} field")) if value else None) for key, value in given.items()}
+    mapped = GoldenFields.given(fields, named).model_dump()
     _check_table(db, table)
-    golden = GoldenSet(name=table, attached=True, fields=fields)
+    golden = GoldenSet(name=table, attached=True, fields=mapped)
     rows = golden_rows(db, golden)
-    _problems(table, fields, rows, config.dimension)
+    _problems(table, mapped, rows, config.dimension)
     misplaced = db.value("RETURN fn::seval::label_problem($g, $rows, 'miss').problem", {"g": golden.model_dump(), "rows": rows})
     if misplaced:
         raise InputError(f"{misplaced}; nothing was attached")
@@ -122,10 +110,10 @@ def attach_golden(
     again = db.value("RETURN fn::seval::is_golden($t)", {"t": table})
     # (the same fields again: the row as it is, what the last run saw of the set kept)
     db.value("RETURN fn::seval::attach_golden_table($t, $fields, $extras)",
-             {"t": table, "fields": {key: field for key, field in fields.items() if field}, "extras": extras})
+             {"t": table, "fields": {key: field for key, field in mapped.items() if field}, "extras": extras})
     # the harness sees these labels now: their provenance (source 'table') and the digest of each document's text
     db.value("RETURN fn::seval::see_golden_labels($t, 'table', $by)", {"t": table, "by": who()})
-    return GoldenAttachReport(table=table, fields=fields, questions=len(rows), labels=sum(len(r["relevant"]) for r in rows),
+    return GoldenAttachReport(table=table, fields=mapped, questions=len(rows), labels=sum(len(r["relevant"]) for r in rows),
                               dangling=len(dangling), embedded=len(extras),
                               unembedded=len(to_embed) - len(extras), again=bool(again))
 

@@ -7,6 +7,14 @@ and says so. A fitted model's relevance of a pair is its attractiveness over the
 of what the log shows (click_models.relevance), and replaces COEC in the rule for a label below
 (`threshold`, default 1: more attractive than the average document shown).
 
+Satisfied clicks (a fitted model, not COEC): a click whose dwell lasted `satisfied_dwell` seconds or more
+(default 30; a click with no dwell given counts) says the user found what they wanted; a click that counts
+but is shorter may be a disappointment. A fitted model measures each pair's relevance twice: on the clicks
+that count, and refitted (the same model) on the satisfied clicks alone. A pair clears the threshold when
+its relevance on satisfied clicks does, or its relevance on the clicks that count does and at least one of
+its clicks was satisfied: a pair whose every click was short is no label however often it was clicked. A
+log with no dwell is labelled as on its clicks alone (every click is satisfied there).
+
 COEC:
 
 Users click what is shown high more often whatever it is (position bias), so a click's worth depends on
@@ -72,6 +80,11 @@ class ClickModel(BaseModel):
         dwell = impression.dwell or {}
         return [d for d in impression.clicked if dwell.get(d, self.min_dwell) >= self.min_dwell]
 
+    def satisfied(self, impression: Impression) -> list[str]:
+        """The counted clicks of an impression that were satisfied: no dwell given, or one of satisfied_dwell or more."""
+        dwell = impression.dwell or {}
+        return [d for d in self.counted(impression) if dwell.get(d, self.satisfied_dwell) >= self.satisfied_dwell]
+
 
 @dataclass
 class PairStats:
@@ -82,18 +95,24 @@ class PairStats:
     expected: float = 0.0
     users: set[str] = field(default_factory=set)
     dwells: list[float] = field(default_factory=list)
-    #: the chosen click model's relevance of the pair (None: COEC's, `coec`)
+    #: counted clicks that were satisfied (dwell of at least satisfied_dwell, or no dwell given)
+    satisfied: int = 0
+    #: the chosen click model's relevance of the pair on the clicks that count (None: COEC's, `coec`)
     relevance: float | None = None
+    #: the same model's relevance of the pair refitted on satisfied clicks alone (None: COEC's, `coec`)
+    satisfied_relevance: float | None = None
 
     @property
     def coec(self) -> float:
         return self.clicks / self.expected if self.expected > 0 else 0.0
 
     def score(self, margin: float) -> float:
-        """What the threshold is held against: the click model's relevance (its margin taken), else COEC less
-        `margin` standard errors (sqrt(clicks) / expected)."""
+        """What the threshold is held against: the click model's relevance (its margin taken) on satisfied clicks,
+        or on the clicks that count when one of them was satisfied, whichever is higher; else COEC less `margin`
+        standard errors (sqrt(clicks) / expected)."""
         if self.relevance is not None:
-            return self.relevance
+            on_satisfied = self.satisfied_relevance if self.satisfied_relevance is not None else self.relevance
+            return max(on_satisfied, self.relevance) if self.satisfied else on_satisfied
         return self.coec - margin * math.sqrt(self.clicks) / self.expected if self.expected > 0 else 0.0
 
 
@@ -120,13 +139,14 @@ def pair_stats(impressions: list[Impression], model: ClickModel, queries: set[st
         query = normalise(impression.query)
         if queries is not None and query not in queries:
             continue
-        counted = set(model.counted(impression))
+        counted, satisfied = set(model.counted(impression)), set(model.satisfied(impression))
         for rank, doc in enumerate(impression.shown, start=1):
             pair = found[query][doc]
             pair.impressions += 1
             pair.expected += ctr[rank]
             if doc in counted:
                 pair.clicks += 1
+                pair.satisfied += doc in satisfied
                 pair.users.add(impression.who())
                 if impression.dwell and doc in impression.dwell:
                     pair.dwells.append(impression.dwell[doc])
@@ -153,8 +173,10 @@ class LogLabels(BaseModel):
     fits: list[Fit] = []
 
 
-def _sessions(impressions: list[Impression], model: ClickModel) -> list[Session]:
-    return [(normalise(i.query), i.shown, set(model.counted(i))) for i in impressions]
+def _sessions(impressions: list[Impression], model: ClickModel, satisfied: bool = False) -> list[Session]:
+    """The impressions as the click models read them: their counted clicks, or only the satisfied ones."""
+    clicks = model.satisfied if satisfied else model.counted
+    return [(normalise(i.query), i.shown, set(clicks(i))) for i in impressions]
 
 
 def label_log(impressions: list[Impression], model: ClickModel, queries: set[str] | None = None, seed: int = 0
@@ -175,10 +197,13 @@ def label_log(impressions: list[Impression], model: ClickModel, queries: set[str
     stats = pair_stats(impressions, model, queries)
     if name != "coec":
         events = ClickEvents.of(_sessions(impressions, model))
+        index = {pair: n for n, pair in enumerate(events.pairs)}
+        satisfied = ClickEvents.of(_sessions(impressions, model, satisfied=True), index)
         scores = dict(zip(events.pairs, relevance(fit_model(name, events), model.margin).tolist()))
+        on_satisfied = dict(zip(satisfied.pairs, relevance(fit_model(name, satisfied), model.margin).tolist()))
         for query, pairs in stats.items():
             for doc, pair in pairs.items():
-                pair.relevance = scores[(query, doc)]
+                pair.relevance, pair.satisfied_relevance = scores[(query, doc)], on_satisfied[(query, doc)]
     derived = _labels(stats, model)
     kept = {q: {d: stats[q][d].score(model.margin) for d in labels} for q, (labels, _) in derived.items()}
     return LogLabels(derived=derived, scores=kept, model=name, chosen_by=chosen_by, fits=fits)

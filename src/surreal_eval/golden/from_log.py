@@ -45,6 +45,8 @@ class FromLogReport(BaseModel):
     queries: int
     head: int
     tail: int
+    #: the seed of the tail's draw and of auto's held-out split
+    seed: int
     questions: int
     labelled: int
     unlabelled: int
@@ -169,7 +171,7 @@ def golden_from_log(
         reused = sum(q.embedding is not None for q in questions)
     grades = Counter(f"{g:g}" for q in questions for g in (q.grades or []))
     report = FromLogReport(
-        source=source, impressions=len(impressions), queries=len(group_queries(impressions)), head=len(head), tail=len(tail),
+        source=source, impressions=len(impressions), queries=len(group_queries(impressions)), head=len(head), tail=len(tail), seed=seed,
         questions=len(questions), labelled=sum(bool(q.relevant) for q in questions),
         unlabelled=sum(not q.relevant for q in questions), labels=sum(len(q.relevant) for q in questions),
         grades=dict(sorted(grades.items())), judged_not_relevant=sum(len(q.nonrelevant or []) for q in questions),

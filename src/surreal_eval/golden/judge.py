@@ -66,6 +66,8 @@ class JudgeReport(BaseModel):
     holes: int
     stored: int
     grades: dict[int, int]
+    #: the stored judgments that count as relevant on --judgments human+model (grade MODEL_RELEVANT or more)
+    relevant: int
     #: pairs whose answer held no grade (left unjudged), as [question, doc]
     unparsable: list[list[str]]
     #: requests sent to the endpoint (the rest were answered from the cache)
@@ -155,6 +157,7 @@ def judge_run(db: Database, chat: OpenAIChat, *, run: str, k: int, retrievers: l
     return JudgeReport(
         run=record_str(run_id), k=k, retrievers=retrievers or names, golden=golden, model=chat.name, prompt=digest,
         holes=len(holes), stored=len(stored), grades={g: sum(r["grade"] == g for r in stored) for g in range(4)},
+        relevant=sum(r["grade"] >= MODEL_RELEVANT for r in stored),
         unparsable=[[record_str(p["question"]), record_str(p["doc"])] for p, g in zip(holes, grades) if g is None],
         requests=chat.sent - sent, agreement_asked=len(sample), agreement_unparsable=len(asked) - len(answered),
         agreement=found, orderings=orderings, calibration=drawn, warnings=list(orderings.warnings))

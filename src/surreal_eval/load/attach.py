@@ -30,11 +30,12 @@ from pydantic import BaseModel
 from ..errors import InputError
 from ..store.analyzers import DEFAULT_ANALYZER, check_analyzer, record_analyzers
 from ..store.connection import Database
+from ..store.field_map import CorpusFields
 from ..store.journal import STAGING_PREFIX, UNDO_PREFIX
 from ..store.ownership import record_owned, refuse_conflicts
 from ..store.schema import DOCUMENTS, apply, attached_script, attached_tables, field_path, FieldPath, identifier, record_attached_script, render, require_config
 
-__all__ = ["AttachReport", "attach_table", "harness_index_name"]
+__all__ = ["AttachReport", "CorpusFields", "attach_table", "harness_index_name"]
 
 _FULLTEXT = re.compile(r"\bFIELDS\s+(\S+)\s+FULLTEXT\b")
 _HNSW = re.compile(r"\bFIELDS\s+(\S+)\s+HNSW\s+DIMENSION\s+(\d+)")
@@ -107,43 +108,39 @@ def _field_dimension(db: Database, table: str, field: str) -> int | None:
 def attach_table(
     db: Database,
     table: str,
+    fields: CorpusFields | None = None,
     *,
-    content: str,
-    embedding: str | None = None,
-    title: str | None = None,
-    doc: str | None = None,
     index: bool = False,
     analyzer: str | None = None,
     bm25_fields: list[str] | None = None,
+    **named: str | None,
 ) -> AttachReport:
-    """Register user table `table` as a corpus, in place, reading `content` (and `embedding`, `title`,
-    `doc`: the field naming each record's document) from its own fields; BM25 searches `bm25_fields`
-    (default: see the module docstring). A BM25 index defined with `index` uses `analyzer`
-    (store/analyzers.py; default DEFAULT_ANALYZER)."""
+    """Register user table `table` as a corpus, in place, reading each record's content (and embedding, title, doc:
+    the field naming its document) from the table's own fields that `fields` names, or the same given as keyword
+    arguments (content="body", embedding="vec"); BM25 searches `bm25_fields` (default: see the module docstring).
+    A BM25 index defined with `index` uses `analyzer` (store/analyzers.py; default DEFAULT_ANALYZER)."""
     config = require_config(db)
     chosen = DEFAULT_ANALYZER if analyzer is None else check_analyzer(db, analyzer)
     table = identifier(table, what="table")
-    fields = {"content": str(field_path(content, what="--content field")),
-              "embedding": embedding and str(field_path(embedding, what="--embedding field")),
-              "title": title and str(field_path(title, what="--title field")), "doc": doc and str(field_path(doc, what="--doc field"))}
+    mapped = CorpusFields.given(fields, named).model_dump()
     _check_table(db, table)
     indexes = db.value("INFO FOR TABLE $t", {"t": table})["indexes"]
-    searched, note = _bm25_fields(table, fields, bm25_fields, indexes, index)
-    counts = _counts(db, table, fields, searched)
+    searched, note = _bm25_fields(table, mapped, bm25_fields, indexes, index)
+    counts = _counts(db, table, mapped, searched)
     records = counts["records"]
     if records and counts["content"] == records:
-        raise InputError(f"table {table} has no record with text in field {fields['content']}: check --content")
-    if records and fields["embedding"] and counts["embedding"] == records:
-        raise InputError(f"table {table} has no record with a vector in field {fields['embedding']}: check --embedding, "
+        raise InputError(f"table {table} has no record with text in field {mapped['content']}: check --content")
+    if records and mapped["embedding"] and counts["embedding"] == records:
+        raise InputError(f"table {table} has no record with a vector in field {mapped['embedding']}: check --embedding, "
                          f"or attach without it (BM25 only)")
-    parents = _parents(db, table, fields["doc"]) if fields["doc"] else []
+    parents = _parents(db, table, mapped["doc"]) if mapped["doc"] else []
 
     found: dict[str, str] = {}
     defining: list[str] = []
     defined_roles: list[str] = []
     owned: list[tuple[str, str]] = []
     roles = [(f"bm25:{field}", field, _FULLTEXT, "FULLTEXT") for field in searched]
-    for role, field, pattern, flag in roles + [("embedding", fields["embedding"], _HNSW, "HNSW")]:
+    for role, field, pattern, flag in roles + [("embedding", mapped["embedding"], _HNSW, "HNSW")]:
         if field is None:
             continue
         own = _own_index(indexes, pattern, field)
@@ -176,8 +173,8 @@ def attach_table(
 
     bm25_indexes = [found[f"bm25:{field}"] for field in searched]
     # bm25_index: the index whose analyzer a run records (fn::seval::corpus_analyzer): the content field's, else the first
-    bm25_index = bm25_indexes[searched.index(fields["content"])] if fields["content"] in searched else bm25_indexes[0]
-    row = {**fields, "attached": True, "bm25_index": bm25_index, "bm25_fields": searched, "bm25_indexes": bm25_indexes,
+    bm25_index = bm25_indexes[searched.index(mapped["content"])] if mapped["content"] in searched else bm25_indexes[0]
+    row = {**mapped, "attached": True, "bm25_index": bm25_index, "bm25_fields": searched, "bm25_indexes": bm25_indexes,
            "vector_index": found.get("embedding"), "parents": parents}
     rows = [r for r in attached_tables(db) if r["table"] != table] + [{**row, "table": table}]
     script = attached_script(sorted(rows, key=lambda r: r["table"]), config)
@@ -198,11 +195,11 @@ def attach_table(
     # its lists kept for reuse are of the table as it was attached before (keyed by its index definitions;
     # its state, surql/incremental.surql, went with its seval_corpus row: the next run takes it anew)
     db.value("RETURN fn::seval::prune_candidate_cache()")
-    return AttachReport(table=table, **fields, bm25_index=bm25_index, bm25_fields=searched, bm25_indexes=bm25_indexes,
+    return AttachReport(table=table, **mapped, bm25_index=bm25_index, bm25_fields=searched, bm25_indexes=bm25_indexes,
                         bm25_note=note, vector_index=found.get("embedding"),
                         defined=[n.split(".", 1)[1] for _, n in owned], records=records, missing_content=counts["content"],
                         missing_bm25=counts["bm25"],
-                        missing_embedding=counts["embedding"] if fields["embedding"] else 0, parents=parents)
+                        missing_embedding=counts["embedding"] if mapped["embedding"] else 0, parents=parents)
 
 
 def _bm25_fields(table: str, fields: dict[str, str | None], asked: list[str] | None, indexes: dict[str, str],

@@ -44,8 +44,9 @@ def golden_from_log(
     margin: Annotated[float, typer.Option("--margin", min=0, help="Standard errors a relevance must clear --threshold by (0: the estimate "
                                                                   "itself).")] = 0.5,
     min_dwell: Annotated[float, typer.Option("--min-dwell", min=0, help="A click with a dwell shorter than this many seconds does not count.")] = 5.0,
-    satisfied_dwell: Annotated[float, typer.Option("--satisfied-dwell", min=0, help="Grade 2 when at least half a label's clicks with a dwell lasted this long "
-                                                                                    "(seconds).")] = 30.0,
+    satisfied_dwell: Annotated[float, typer.Option("--satisfied-dwell", min=0, help="A click this long (seconds) or longer is satisfied: grade 2 "
+                                                                                    "when at least half a label's clicks with a dwell are; a fitted click "
+                                                                                    "model labels no pair whose every click was shorter.")] = 30.0,
     unclicked_not_relevant: Annotated[bool, typer.Option("--unclicked-not-relevant", help="Judge documents shown --min-impressions times and never clicked not "
                                                                                           "relevant (default: unjudged).")] = False,
     corpus: CorpusOpt = None,

@@ -57,7 +57,7 @@ def golden_judge(
         fail(ConfigError("--calibrate-file goes with --calibrate N"))
     if calibrate_file is not None and calibrate_file.exists():
         fail(ConfigError(f"{calibrate_file} exists: grade it and read it with `golden label --from-file {calibrate_file}`, or name another file"))
-    from ..golden.judge import MODEL_RELEVANT, judge_run
+    from ..golden.judge import judge_run
 
     template = checked(lambda: _read_prompt(prompt)) if prompt else None
     model = chat_model(chat, concurrency=concurrency, timeout=timeout, cache=not no_cache)
@@ -77,8 +77,7 @@ def golden_judge(
     plain(out, f"asked {report.model} about {report.holes} unjudged documents in the top {report.k} of {report.run} "
                f"({', '.join(report.retrievers)}) and {report.agreement_asked} judged by humans ({report.requests} requests, "
                f"the rest from the cache); prompt sha256 {report.prompt[:12]}")
-    relevant = sum(n for g, n in report.grades.items() if g >= MODEL_RELEVANT)
-    plain(out, f"stored {report.stored} model judgments in seval_model_judgment ({grades}; {relevant} count as relevant "
+    plain(out, f"stored {report.stored} model judgments in seval_model_judgment ({grades}; {report.relevant} count as relevant "
                f"on --judgments human+model)")
     if report.unparsable:
         plain(out, f"{len(report.unparsable)} answers held no grade 0-3: those pairs stay unjudged")

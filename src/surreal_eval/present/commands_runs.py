@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
-from ..errors import NotFound, Rejected, on_interrupt
+from ..errors import Rejected, on_interrupt
 from ..grammar import check_number, parse_ks, parse_weights
 
 if TYPE_CHECKING:
@@ -19,8 +19,6 @@ from .app import (
     GoldenOpt,
     JsonOpt,
     KsOpt,
-    NoteOpt,
-    TagOpt,
     app,
     checked,
     err,
@@ -31,8 +29,8 @@ from .app import (
     table_name,
     with_db,
 )
-from .deprecated import OLD_SPELLINGS, LabelOpt, old_label, old_option, say
-from .option_sets import RETRIEVAL, SCORING, Retrieval, Scoring, retrieval_params, scoring_params, with_options
+from .deprecated import OLD_SPELLINGS, old_option, say
+from .option_sets import NAMING, RETRIEVAL, SCORING, Naming, Retrieval, Scoring, naming_params, retrieval_params, scoring_params, with_options
 from .progress import Progress
 
 FreshOpt = Annotated[bool, typer.Option(
@@ -51,8 +49,8 @@ def demo(as_json: JsonOpt = False) -> None:
     from . import run_tables as display
 
     report = checked(lambda: run_demo())
-    if as_json:
-        out.print_json(report.model_dump_json(exclude_none=False))
+    if as_json:  # as evaluate --json --per-question: the means per question source, the headline, the notes, the ranks
+        out.print_json(data=display.report_json(report, per_question=True))
         return
     display.show_report(out, report, per_question=True)
 
@@ -117,12 +115,11 @@ def migrate(as_json: JsonOpt = False) -> None:
 @app.command()
 @with_options(SCORING)
 @with_options(RETRIEVAL, into="retrieval")
+@with_options(NAMING, into="naming")
 def evaluate(
     k: KsOpt = "1,3,5,10",
     retriever: EvaluatedOpt = None,
-    tag: TagOpt = None,
-    note: NoteOpt = None,
-    label: LabelOpt = None,
+    naming: Naming = None,
     corpus: CorpusOpt = None,
     depth: Annotated[Optional[int], typer.Option(help="Candidate depth of every retriever (default: deepest k).")] = None,
     weights: Annotated[Optional[str], typer.Option(help="Linear fusion weights BM25,vector (hybrid_linear), e.g. 0.3,0.7.")] = None,
@@ -149,39 +146,23 @@ def evaluate(
     from . import run_tables as display
 
     ks = checked(lambda: parse_ks(k))
-    tag, note = old_label("evaluate", label, tag, note)
+    tag, note = naming_params("evaluate", naming)
     params = {"corpus": table_name(corpus, "--corpus table"), "depth": depth, "norm": norm,
               "split": split, "ann_check": True if ann_check else None, **scoring_params(scoring), **retrieval_params(retrieval),
               "weights": checked(lambda: parse_weights(weights)) if weights else None}
-    from ..analysis.sources import run_source_means, sources_note
-    from .source_tables import show_source_means
-
     bar = Progress()  # the same display as loads: stderr, on a terminal, after the first second
-
-    def measured(db):
-        report = run_evaluation(
+    try:  # the report carries the means per question source (by_source), real first with the gap beside
+        report = with_db(lambda db: run_evaluation(
             db, ks=ks, retrievers=retriever, label=note, tag=tag, params=params, per_question=per_question, trigger="cli", fresh=fresh,
             rerank=Rerank(rerank, depth=rerank_depth, api=rerank_api, model=rerank_model) if rerank else None,
-            progress=lambda done, total: bar("evaluating questions", done, total), record=not no_record)
-        if no_record:
-            return report, [], sources_note([], recorded=False)
-        try:  # the means per question source, real first with the gap beside, when the questions hold several
-            with on_interrupt(_kept(report)):
-                found = run_source_means(db, report.run, f"recall@{5 if 5 in report.ks else max(report.ks)}")
-                return report, found, sources_note(found)
-        except NotFound:  # no labelled question: no mean at all
-            return report, [], sources_note([], labelled=False)
-
-    try:
-        report, sources, why = with_db(measured)
+            progress=lambda done, total: bar("evaluating questions", done, total), record=not no_record))
     finally:
         bar.close()
     with on_interrupt(_kept(report)):
         if as_json:
-            out.print_json(data=display.report_json(report, sources, per_question=per_question, sources_note=why))
+            out.print_json(data=display.report_json(report, per_question=per_question))
             return
-        display.show_report(out, report, per_question=per_question, sources=sources)
-        show_source_means(out, sources)
+        display.show_report(out, report, per_question=per_question)
 
 
 def _kept(report) -> str:
@@ -255,8 +236,10 @@ def tune(
     result = with_db(lambda db: run_tune(db, param=param, values=candidates, metric=metric, retriever=retriever,
                                           params={"corpus": corpus, **scoring_params(scoring)},
                                           force=force, fresh=fresh))
-    if as_json:
-        out.print_json(result.model_dump_json())
+    if as_json:  # its report as evaluate --json gives one: the means per question source, the headline, the notes
+        data = result.model_dump(mode="json")
+        data["report"] = display.report_json(result.report) if result.report else None
+        out.print_json(data=data)
         return
     display.show_sweep(out, result)
     if result.report is None:

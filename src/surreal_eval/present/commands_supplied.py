@@ -8,9 +8,9 @@ from typing import Annotated, Optional
 import typer
 
 from ..grammar import parse_ks
-from .app import CorpusOpt, JsonOpt, KsOpt, NoRecordOpt, NoteOpt, TagOpt, app, checked, err, out, plain, show_rows, table_name, with_db
-from .deprecated import LabelOpt, old_label, old_option, say
-from .option_sets import SCORING, Scoring, scoring_params, with_options
+from .app import CorpusOpt, JsonOpt, KsOpt, NoRecordOpt, app, checked, err, out, plain, show_rows, table_name, with_db
+from .deprecated import old_option, say
+from .option_sets import NAMING, SCORING, Naming, Scoring, naming_params, scoring_params, with_options
 
 OLD_NAME = old_option("score", "--name R", "--retriever R")
 old_option("score", "--label TEXT", "--tag NAME or --note TEXT")
@@ -18,11 +18,10 @@ old_option("score", "--label TEXT", "--tag NAME or --note TEXT")
 
 @app.command()
 @with_options(SCORING)
+@with_options(NAMING, into="naming")
 def score(
     file: Annotated[Path, typer.Argument(help="A TREC run file (qid Q0 docid rank score tag) or JSONL ({question, ranked}).")],
-    tag: TagOpt = None,
-    note: NoteOpt = None,
-    label: LabelOpt = None,
+    naming: Naming = None,
     retriever: Annotated[Optional[str], typer.Option("--retriever", help="The retriever the rankings are recorded as: renames a TREC file's one tag; "
                                                                          "names JSONL rankings that give no retriever (default: supplied).")] = None,
     name: Annotated[Optional[str], typer.Option("--name", hidden=True, help="0.1: now --retriever.")] = None,
@@ -40,7 +39,7 @@ def score(
     from . import run_tables as display
 
     ks = checked(lambda: parse_ks(k))
-    tag, note = old_label("score", label, tag, note)
+    tag, note = naming_params("score", naming)
     if name is not None:
         say(*OLD_NAME)
         retriever = retriever or name

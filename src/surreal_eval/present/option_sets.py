@@ -10,10 +10,11 @@ from typing import Annotated, Any, Callable, Optional, TypeVar
 import typer
 
 from ..errors import ConfigError
-from .app import DanglingOpt, GoldenOpt, JudgmentsOpt, LevelOpt, fail, table_name
+from .app import DanglingOpt, GoldenOpt, JudgmentsOpt, LevelOpt, NoteOpt, TagOpt, fail, table_name
+from .deprecated import LabelOpt, old_label
 
-__all__ = ["Bm25MatchOpt", "FloorOpt", "IdenticalOpt", "RETRIEVAL", "RrfOpt", "Retrieval", "SCORING", "Scoring", "option_set",
-           "retrieval_params", "scoring_params", "with_options"]
+__all__ = ["Bm25MatchOpt", "FloorOpt", "IdenticalOpt", "NAMING", "Naming", "RETRIEVAL", "RrfOpt", "Retrieval", "SCORING", "Scoring",
+           "naming_params", "option_set", "retrieval_params", "scoring_params", "with_options"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -46,6 +47,12 @@ Retrieval = Optional[dict]
 #: how a run's built-in retrievers search and fuse, for the commands that retrieve (evaluate, watch set): not `score`,
 #: which reads run files
 RETRIEVAL = option_set(floor=FloorOpt, rrf_k=RrfOpt, bm25_match=Bm25MatchOpt)
+
+#: the type of the parameter a command decorated with with_options(NAMING, into="naming") receives them in
+Naming = Optional[dict]
+#: how the run a command records is named, for the commands that record one (evaluate, score): --tag (a reference),
+#: --note (free text) and 0.1's hidden --label (read by naming_params)
+NAMING = option_set(tag=TagOpt, note=NoteOpt, label=LabelOpt)
 
 
 def with_options(shared: dict[str, tuple[Any, Any]], *, into: str = "scoring") -> Callable[[F], F]:
@@ -81,6 +88,11 @@ def scoring_params(scoring: dict[str, Any]) -> dict[str, Any]:
             "golden": table_name(scoring.get("golden"), "--golden table"), "dangling_labels": scoring.get("dangling_labels"),
             "judgments": judgments}
 
+
+def naming_params(command: str, naming: dict[str, Any] | None) -> tuple[Optional[str], Optional[str]]:
+    """(tag, note) of the NAMING options given to `command`, 0.1's --label read as the new spellings (old_label)."""
+    given = naming or {}
+    return old_label(command, given.get("label"), given.get("tag"), given.get("note"))
 
 
 def retrieval_params(retrieval: dict[str, Any] | None) -> dict[str, Any]:

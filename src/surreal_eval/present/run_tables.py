@@ -10,15 +10,14 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from ..analysis.sources import SourceMean
 from ..errors import one_line
-from ..models import RunReport, RunSummary
+from ..models import RunReport, RunSummary, SourceMean
 from ..runs.diagnose import Diagnosis
 from ..store.migrate_prefix import MigrationReport
 from ..store.record_ids import record_str
 from ..store.registry import Retriever
 from .fit_tables import Column, print_table
-from .source_tables import headline_and_notes, mixed, show_headline
+from .source_tables import headline_and_notes, mixed, show_headline, show_source_means
 from .writing import command_lines
 
 __all__ = ["report_json", "show_report", "show_rerank", "show_history", "show_registry", "show_diagnosis", "migration_lines"]
@@ -51,10 +50,12 @@ def _fuses(report: RunReport) -> bool:
     return not supplied or any(row.retriever not in supplied for row in report.results)
 
 
-def show_report(console: Console, report: RunReport, *, per_question: bool = False, sources: Sequence[SourceMean] = ()) -> None:
+def show_report(console: Console, report: RunReport, *, per_question: bool = False, sources: Sequence[SourceMean] | None = None) -> None:
     """The means per retriever and k, then (optionally) where each question's labels landed, then the sweep.
-    `sources` (the run's means per question source, analysis.sources): when the questions hold several, the
-    real figure comes first as the headline and the table says it mixes sources."""
+    `sources` (the run's means per question source, runs/sources.py; default the report's `by_source`): when the
+    questions hold several, the real figure comes first as the headline, the table says it mixes sources, and the
+    means per source close the report."""
+    sources = (report.by_source or []) if sources is None else sources
     title = (f"run {report.run}" if report.recorded else "run not recorded (--no-record)") + (f" ({report.label})" if report.label else "") \
         + (f" [tags: {', '.join(report.tags)}]" if report.tags else "")
     p = report.params
@@ -127,6 +128,7 @@ def show_report(console: Console, report: RunReport, *, per_question: bool = Fal
         console.print(table)
     if (report.params.get("supplied") or {}).get("rerank"):
         show_rerank(console, report)
+    show_source_means(console, list(sources))
 
 
 #: The metrics the rerank table sets side by side.
@@ -150,9 +152,27 @@ def show_rerank(console: Console, report: RunReport) -> None:
     console.print(table)
 
 
+def sweep_floors_note(report: RunReport) -> str | None:
+    """Where the run's floor sweep took its floors from (params.floors_from): as given, from the data (0 and percentiles
+    of the BM25 scores of its candidate lists, fn::seval::floor_grid, as tune's grid), or kept from the run it follows
+    when they were taken before the corpus changed (params.floors_fingerprint is not the corpus's fingerprint); None
+    without a sweep, or for a run recorded before floors_from."""
+    source = report.params.get("floors_from")
+    if not report.sweep or source not in ("given", "data"):
+        return None
+    if source == "given":
+        return "the floor sweep tries the floors the run was given (params.floors), not floors from the data"
+    if report.params.get("floors_fingerprint") == (report.corpus or {}).get("fingerprint"):
+        return ("the floor sweep's floors come from the data: 0 and the 10th, 25th, 50th, 75th and 90th percentiles of the "
+                "BM25 scores of the questions' candidate lists, as `surreal-eval tune --param floor` takes them")
+    return ("the floor sweep's floors are those of the run this one follows, taken from the BM25 scores before the corpus "
+            "changed, so the two sweeps compare floor by floor (`surreal-eval evaluate --fresh` takes them anew)")
+
+
 def golden_notes(report: RunReport) -> list[str]:
-    """One line each for what the run found in its golden set (questions with no judgment, stale labels, labels gone), and
-    when the floored hybrid measured as the hybrid did at every k: a floor that removed nothing that counted."""
+    """One line each for what the run found in its golden set (questions with no judgment, stale labels, labels gone),
+    when the floored hybrid measured as the hybrid did at every k (a floor that removed nothing that counted), and where
+    the floor sweep's floors came from (sweep_floors_note)."""
     golden = report.golden or {}
     notes = []
     means = {(row.retriever, row.k): row for row in report.results}
@@ -160,6 +180,8 @@ def golden_notes(report: RunReport) -> list[str]:
     if pairs and all(a is not None and b is not None and all(a.score(m) == b.score(m) for m in report.metrics) for a, b in pairs):
         notes.append(f"hybrid_floor measured as hybrid at every k: the BM25 floor {report.params.get('floor')} removed no candidate that "
                      "counted (`surreal-eval tune --param floor` sweeps floors from the scores)")
+    if (floors := sweep_floors_note(report)) is not None:
+        notes.append(floors)
     if golden.get("unlabelled") and golden["unlabelled"] < report.questions:
         notes.append(f"{golden['unlabelled']} of the {report.questions} questions have no judgment: ranked (compare shows how two "
                      f"rankings overlap) and left out of every mean")
@@ -175,22 +197,20 @@ def golden_notes(report: RunReport) -> list[str]:
     return notes
 
 
-def report_json(report: RunReport, sources: Sequence[SourceMean] = (), *, per_question: bool = False,
-                sources_note: str | None = None) -> dict:
-    """The run as `evaluate --json` prints it: the report's own fields (`per_question` only when asked for), and what
-    `show_report` prints beside them: `by_source` (each retriever's mean per question source with its interval and gap
-    to real; when empty, `by_source_note` says why), `headline` (its lines), `notes` (every note line) and, in
+def report_json(report: RunReport, *, per_question: bool = False) -> dict:
+    """The run as `evaluate --json` prints it: the report's own fields (`per_question` only when asked for; `by_source`,
+    each retriever's mean per question source with its interval and gap to real, and when it is empty `by_source_note`
+    saying why), and what `show_report` prints beside them: `headline` (its lines), `notes` (every note line) and, in
     `retrieval`, how many lists were `retrieved`; with `per_question`, each result's `ranks`: the rank of each of its
     `relevant` records in `ranked` (null: not in the top k), as the per-question table shows them."""
     data = json.loads(report.model_dump_json(exclude=None if per_question else {"per_question"}))
     for row in data.get("per_question") or []:
         row["ranks"] = [row["ranked"].index(x) + 1 if x in row["ranked"] else None for x in row["relevant"]]
-    headline, notes = headline_and_notes(list(sources))
+    headline, notes = headline_and_notes(list(report.by_source or []))
     if isinstance(data.get("retrieval"), dict) and "lists" in data["retrieval"]:
         used = data["retrieval"]
         used["retrieved"] = used["lists"] - used.get("reused", 0) - used.get("merged", 0)
-    data.update(by_source=[row.model_dump(mode="json") for row in sources], by_source_note=sources_note,
-                headline=headline, notes=notes + golden_notes(report))
+    data.update(headline=headline, notes=notes + golden_notes(report))
     return data
 
 

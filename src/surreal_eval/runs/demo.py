@@ -14,7 +14,7 @@ __all__ = ["DEMO_FLOORS", "DEMO_KS", "run_demo"]
 
 DEMO_KS = [1, 3, 5]
 #: The floors the demo sweeps: whole floors 0 to 5, where the lesson's "every floor from 1.5 to 4 scores the same"
-#: shows (a run's default sweep tries floors around its own floor: fn::seval::floors_around).
+#: shows (a run's default sweep takes its floors from the data: fn::seval::keep_floors).
 DEMO_FLOORS = [0, 1, 2, 3, 4, 5]
 
 

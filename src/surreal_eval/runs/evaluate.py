@@ -16,6 +16,7 @@ from ..grammar import DEFAULT_KS, check_number, check_params
 from ..store.registry import resolve_retrievers
 from ..models import RunReport
 from .record import load_run, report_from_row
+from .sources import with_source_means
 from .endpoints import endpoint_rankings, split_endpoints
 from .rerank import SUFFIX, Rerank, check_rerank, rerank_stage
 from .supplied import Supplied, check_corpus
@@ -64,6 +65,9 @@ def evaluate(
     rank by the exact neighbours, retriever vector_exact, and record the HNSW list's ann_recall@k)
     and bm25_match ('any', the default, or 'all': BM25 keeps only records holding every query word);
     the database fills the defaults, and records bm25_fields, the fields the corpus's BM25 searches.
+    Without `floors`, the floor sweep's floors come from the data (params.floors_from 'data'): those of the run
+    this one follows (fn::seval::base_run) when there is one and not `fresh`, else 0 and percentiles of the BM25
+    scores of the run's candidate lists, read in batches first and ranked from (fn::seval::keep_floors).
     The engine checks run first (EngineCheckFailed: no run). The questions are scored in batches with `concurrency` statements in flight
     (default CONCURRENCY); the run becomes visible in history only when every question is scored,
     and a failure discards it. `progress(done, total)` is called as batches of questions finish.
@@ -86,6 +90,10 @@ def evaluate(
     were); `verify` (with `fresh`) compares every kept list with the list fetched (`watch --verify-every`).
     `label` is free text kept with the run (`--note`); `tag` names the run once recorded, moving the tag as
     `tag_run` does (checked before anything is evaluated).
+
+    The report's `by_source` holds each retriever's recall@5 (else recall at the deepest k) per question source with its
+    interval, real first, and every other source's gap to real (runs/sources.py); when it is empty `by_source_note` says
+    why (one source, nothing judged, not recorded). With `intervals=False` (no bootstrap at all) it is None.
     """
     run: Any = None  # the run, once started (what an interruption says it kept: _interrupted)
     with on_interrupt(lambda: _interrupted(db, run)):
@@ -112,7 +120,8 @@ def evaluate(
         # the engine version keys the engine checks kept between runs (surql/checks.surql: engine_check)
         given.update(trigger=trigger, git_commit=git_commit(), engine=db.engine_version(), **({"fresh": True} if fresh else {}),
                      **({"ingests": [to_record(i, "seval_ingest") for i in ingests]} if ingests else {}),
-                     **({"store_lists": False} if not keep_lists else {}), **({"verify": True} if verify else {}))
+                     **({"store_lists": False} if not keep_lists else {}), **({"verify": True} if verify else {}),
+                     floor_batches=True)  # the sweep's floors, when taken from the data: read below in batches
         if supplied:
             given["supplied"] = {**supplied.record, "names": list(supplied.rankings)}
         # runs left unfinished by a killed process or a dropped connection are invisible; clear them:
@@ -136,19 +145,18 @@ def evaluate(
                    "supplied": supplied.for_questions(questions[i : i + BATCH]) if supplied else None})
                  for i in range(0, len(questions), BATCH)]
         try:
-            for start in range(0, len(calls), GROUP):  # an embedded store may flush between groups
-                db.query_many(
-                    calls[start : start + GROUP],
-                    concurrency=concurrency or CONCURRENCY,
-                    progress=(lambda n, s=start: progress(min((s + n) * BATCH, len(questions)), len(questions)))
-                    if progress else None,
-                )
-                db.flush_if_full()
+            if started.get("floors"):  # the sweep's floors from the BM25 scores of the run's lists, which it then reads as kept
+                scores = _batched(db, [("RETURN fn::seval::floor_scores($run, $ids)", {"run": run, "ids": call["ids"]})
+                                       for _, call in calls], concurrency)
+                db.value("RETURN fn::seval::keep_floors($run, $scores)", {"run": run, "scores": [s for batch in scores for s in batch]})
+            _batched(db, calls, concurrency,
+                     (lambda n: progress(min(n * BATCH, len(questions)), len(questions))) if progress else None)
             if not record:
                 row = db.value("RETURN fn::seval::unrecorded_run($run)", {"run": run})
                 report = report_from_row(db, run, row, per_question=per_question, intervals=intervals)
                 db.value("RETURN fn::seval::discard_run($run)", {"run": run})
-                return report.model_copy(update={"recorded": False})
+                report = report.model_copy(update={"recorded": False})
+                return with_source_means(db, report) if intervals else report
             db.value("RETURN fn::seval::finish_run($run)", {"run": run})
             if tag is not None:
                 tag_run(db, run, tag, by=who())
@@ -160,7 +168,21 @@ def evaluate(
             raise
         finally:
             db.live_runs.discard(run)
-        return load_run(db, run, per_question=per_question, intervals=intervals)
+        report = load_run(db, run, per_question=per_question, intervals=intervals)
+        return with_source_means(db, report) if intervals else report
+
+
+def _batched(db: Database, calls: list[tuple[str, dict[str, Any]]], concurrency: int | None,
+             progress: Callable[[int], None] | None = None) -> list[Any]:
+    """The value of each call, `concurrency` (default CONCURRENCY) in flight, in groups between which an embedded
+    store may flush; `progress(calls done)` as they finish."""
+    values: list[Any] = []
+    for start in range(0, len(calls), GROUP):
+        done = db.query_many(calls[start : start + GROUP], concurrency=concurrency or CONCURRENCY,
+                             progress=(lambda n, s=start: progress(s + n)) if progress else None)
+        values += [result[-1] if result else None for result in done]
+        db.flush_if_full()
+    return values
 
 
 def _interrupted(db: Database, run: Any) -> str:
