@@ -51,7 +51,7 @@ def reused(report) -> int:
 def same_as_fresh(db, report, **kwargs) -> None:
     """`report` ranks and scores as a run that queries every index again (ranked ids and metrics exactly, candidate scores to 32 bits)
     at its sweep's floors (a fresh run would take them from the data anew)."""
-    params = {**kwargs.pop("params", {}), "floors": report.params["floors"]}
+    params = {**kwargs.pop("params", {}), **({"floors": report.params["floors"]} if "floors" in report.params else {})}
     fresh = evaluate(db, fresh=True, params=params, **kwargs)
     assert reused(fresh) == 0
     mine, theirs = rankings(db, report), rankings(db, fresh)
