@@ -23,6 +23,8 @@ os.wait4 in a small launcher process: the engine and Python, start to exit).
                  question scored (goal on Debian: after / fresh <= 0.1)
   load+after     `surreal-eval load corpus` of the same documents on a watched store (the load, then the
                  evaluation after its commit), against `fresh`: the issue's "watched load and its evaluation"
+  unchanged      an evaluation with nothing changed since the run it follows (no ingest): every list reused and
+                 every question copied, the least any run costs in the harness's present design, against `fresh`
   (c) memory     the peak resident memory of the after and fresh processes
 
 With --rounds N, (b) and load+after are measured N times in turn and the medians reported. `--json FILE`
@@ -70,6 +72,7 @@ class Result:
     after: list[Process] = field(default_factory=list)
     fresh: list[Process] = field(default_factory=list)
     load_after: list[Process] = field(default_factory=list)
+    unchanged: list[Process] = field(default_factory=list)
 
     def median(self, name: str, attribute: str = "seconds") -> float:
         return statistics.median(getattr(p, attribute) for p in getattr(self, name))
@@ -94,11 +97,11 @@ def child(mode: str, url: str, arg: str) -> dict:
             (done,) = drain_ingests(db).evaluated
             assert done.error is None, done.error
             return {"seconds": time.perf_counter() - started, "retrieval": done.retrieval, "since": str(done.since)}
-        if mode == "fresh":
+        if mode in ("fresh", "unchanged"):
             from surreal_eval.runs.evaluate import evaluate
 
             started = time.perf_counter()
-            report = evaluate(db, ks=KS, fresh=True, intervals=False)
+            report = evaluate(db, ks=KS, fresh=mode == "fresh", intervals=False)
             return {"seconds": time.perf_counter() - started, "retrieval": report.retrieval}
         if mode == "app-ingest":  # one application-style ingest, not measured: the state (b) starts from
             rows = json.loads(Path(arg).read_text())[0]
@@ -279,6 +282,7 @@ def measure(dataset: str, questions: int, documents: int, rounds: int, folder: P
                 result.fresh.append(run_child("fresh", url, ""))
         url = copy(folder, "load")
         result.load_after.append(run_child("cli", "--url", url, "load", "corpus", str(load_file)))
+        result.unchanged.append(run_child("unchanged", copy(folder, "unchanged"), ""))
         print(f"  round {round_ + 1}: after {result.after[-1].seconds:.1f} s, fresh {result.fresh[-1].seconds:.1f} s, "
               f"load+after {result.load_after[-1].seconds:.1f} s", flush=True)
     return result
@@ -298,6 +302,9 @@ def show(result: Result) -> None:
     print(f"      the run after the ingest: {result.after[-1].said['retrieval']}")
     print(f"      the watched load and its evaluation (`load corpus`, one process) / fresh: "
           f"{result.median('load_after'):.2f} / {fresh:.2f} s = {result.median('load_after') / fresh:.3f}")
+    own_same = statistics.median(p.said["seconds"] for p in result.unchanged)
+    print(f"      an evaluation with nothing changed (every list reused, every question copied) / fresh: {own_same:.2f} / "
+          f"{own_fresh:.2f} s = {own_same / own_fresh:.3f}")
     print(f"  (c) peak resident memory, after / fresh: {result.median('after', 'peak_rss_mb'):.0f} / "
           f"{result.median('fresh', 'peak_rss_mb'):.0f} MB; CPU after / fresh: {result.median('after', 'cpu_seconds'):.1f} / "
           f"{result.median('fresh', 'cpu_seconds'):.1f} s")

@@ -190,3 +190,73 @@ def test_a_bm25_state_of_more_terms_than_concat_can_hold_is_kept(db):
                      "state: { key: 'k', documents: 20000, length: 40000 } })")
     assert state == {"key": "k", "documents": 20000, "length": 40000}
     assert db.value("RETURN count(SELECT id FROM seval_corpus_term WHERE corpus = 'seval_article')") == 40_000
+
+
+#: documents that hold none of the questions' words and point away from every question: an ingest of them leaves
+#: every candidate list's ids as they were, and raises every BM25 score (one more document: every idf rises)
+FILLER = [Article(id=f"filler{i}", title="Zyx", content="Qwv plk zyx", embedding=[-1.0, -1.0, -1.0, -1.0]) for i in range(3)]
+
+
+def _bm25_scores(db, run: str) -> dict:
+    rows = db.value("SELECT question, ranked, scores FROM seval_ranking WHERE run = $r AND retriever = 'bm25'",
+                    {"r": to_record(run, "seval_run")})
+    return {record_str(r["question"]): list(zip((record_str(x) for x in r["ranked"]), r["scores"])) for r in rows}
+
+
+def _floor_crossed_by_the_ingest() -> float:
+    """A floor between an entry's BM25 score before the FILLER ingest and after it, chosen where that crossing changes
+    the question's hybrid_floor ranking (a throwaway store: fresh runs on each side)."""
+    from tests.conftest import fresh_db, seed_own
+
+    db = fresh_db()
+    try:
+        seed_own(db)
+        before = _bm25_scores(db, evaluate(db, ks=[1, 3], keep_lists=False, intervals=False).run)
+        load_corpus(db, FILLER)
+        after = _bm25_scores(db, evaluate(db, ks=[1, 3], fresh=True, keep_lists=False, intervals=False).run)
+        for question, entries in sorted(before.items()):
+            assert [d for d, _ in after[question]] == [d for d, _ in entries]  # the ids stay, the scores rise
+            for (_, old), (_, new) in zip(entries, after[question]):
+                if new > old > 0:
+                    floor = (old + new) / 2
+                    fused = rankings(db, evaluate(db, ks=[1, 3], fresh=True, keep_lists=False, intervals=False,
+                                                  params={"floor": floor, "floors": [0.0]}).run)
+                    key = (question, "hybrid_floor", floor)
+                    if key in fused and fused[key] != _fused_then(question, floor):
+                        return floor
+        raise AssertionError("no BM25 entry crosses a floor in a way that changes its hybrid_floor ranking")
+    finally:
+        db.close()
+
+
+def _fused_then(question: str, floor: float) -> list[str]:
+    """Question's hybrid_floor ranking at `floor` before the FILLER ingest (a throwaway store)."""
+    from tests.conftest import fresh_db, seed_own
+
+    db = fresh_db()
+    try:
+        seed_own(db)
+        run = evaluate(db, ks=[1, 3], keep_lists=False, intervals=False, params={"floor": floor, "floors": [0.0]}).run
+        return rankings(db, run)[(question, "hybrid_floor", floor)]
+    finally:
+        db.close()
+
+
+def test_a_question_whose_lists_rank_alike_is_fused_anew_when_a_bm25_entry_crosses_a_floor(seeded):
+    # a question's rankings are taken unfused from the run it follows when its candidate lists rank as they did
+    # then; a BM25 entry whose score crossed the floor leaves the ids alike but cuts hybrid_floor's BM25 side
+    # elsewhere, so that question's fused rankings are computed anew
+    floor = _floor_crossed_by_the_ingest()
+    params = {"floor": floor, "floors": [0.0]}
+    first = evaluate(seeded, ks=[1, 3], intervals=False, params=params)
+    load_corpus(seeded, FILLER)
+    after = evaluate(seeded, ks=[1, 3], intervals=False, params=params)
+    assert after.incremental
+    fresh = evaluate(seeded, ks=[1, 3], fresh=True, keep_lists=False, intervals=False, params=params)
+    then, now = rankings(seeded, first.run), rankings(seeded, after.run)
+    assert now == rankings(seeded, fresh.run)
+    changed = {key for key in now if now[key] != then[key]}
+    assert changed and {retriever for _, retriever, _ in changed} == {"hybrid_floor"}  # only the cut moved
+    copied = seeded.value("SELECT VALUE [question, retriever] FROM seval_ranking WHERE run = $r AND copied = true",
+                          {"r": to_record(after.run, "seval_run")})
+    assert {r for _, r in copied} >= {"hybrid", "floor_sweep", "bm25", "vector"}  # the others' rankings taken as they were
