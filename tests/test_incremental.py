@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from typer.testing import CliRunner
 
 from surreal_eval import Article
@@ -260,3 +262,28 @@ def test_a_question_whose_lists_rank_alike_is_fused_anew_when_a_bm25_entry_cross
     copied = seeded.value("SELECT VALUE [question, retriever] FROM seval_ranking WHERE run = $r AND copied = true",
                           {"r": to_record(after.run, "seval_run")})
     assert {r for _, r in copied} >= {"hybrid", "floor_sweep", "bm25", "vector"}  # the others' rankings taken as they were
+
+
+def test_a_question_taken_whole_from_the_run_it_follows_is_recorded_as_a_fresh_run_records_it(seeded):
+    # FILLER leaves every list's ids as they were: each question's rankings are made from the run it follows
+    # (nothing fused or scored), the plain BM25 ranking with the scores its list has now
+    params = {"floors": [0.0, 1.0]}
+    evaluate(seeded, ks=[1, 3], intervals=False, params=params)
+    load_corpus(seeded, FILLER)
+    after = evaluate(seeded, ks=[1, 3], intervals=False, params=params)
+    fresh = evaluate(seeded, ks=[1, 3], fresh=True, keep_lists=False, intervals=False, params=params)
+    assert after.retrieval["copied"] == 8 and after.retrieval["rescored"] == 0
+
+    def rows(run):
+        got = seeded.value("SELECT question, retriever, floor, ranked, scores, relevant, grades, unlabelled, results FROM seval_ranking "
+                           "WHERE run = $r", {"r": to_record(run, "seval_run")})
+        return {(record_str(r["question"]), r["retriever"], r.get("floor")): r for r in got}
+
+    now, then = rows(after.run), rows(fresh.run)
+    assert now.keys() == then.keys()
+    for key, row in now.items():
+        other = then[key]
+        assert (row["ranked"], row["relevant"], row["grades"], row.get("unlabelled")) == \
+            (other["ranked"], other["relevant"], other["grades"], other.get("unlabelled")), key
+        assert row["results"] == other["results"], key
+        assert row["scores"] == pytest.approx(other["scores"], rel=1e-6), key  # BM25's as scored now, not as then
