@@ -145,6 +145,7 @@ def test_on_a_server_the_async_event_evaluates_after_the_writers_commit():
     db = connect(settings)
     try:
         import_harness(db, HarnessConfig(dimension=4))
+        assert "WHEN 1 = 1 AND " in db.value("INFO FOR TABLE seval_ingest")["events"]["seval_evaluate_after_ingest"]  # armed
         seed_own(db)
         set_watch(db, ks=[1, 3])
         db.query("CREATE seval_question:ghost CONTENT { text: 'ghost order', embedding: [0.1, 0.2, 0.3, 0.4], relevant: [seval_article:contact_support] }")

@@ -108,6 +108,9 @@ def test_the_database_event_is_async_and_its_function_settles_ingests_as_a_serve
     runs it, so it is called here as the event would: a refusal it foresees is recorded, a good evaluation too."""
     events = lesson.value("INFO FOR TABLE seval_ingest")["events"]
     assert " ASYNC " in events["seval_evaluate_after_ingest"]
+    # imported through an embedded engine, which never runs it, the event is disarmed: a watched commit queues nothing
+    # (tests/test_server.py: imported through a server, it is armed)
+    assert "WHEN 0 = 1 AND " in events["seval_evaluate_after_ingest"]
     set_watch(lesson, ks=[1, 3])
     lesson.query(GHOST)
     lesson.query(APP_WRITE)

@@ -122,7 +122,10 @@ def import_harness(db: Database, config: HarnessConfig, *, skip_unchanged: bool 
     `seval_script` is not applied again (a changed config renders another text, so it is), and
     only the scripts applied are returned.
     """
-    values = {**config.model_dump(), "corpus": DOCUMENTS, "analyzer": table_analyzer(db, DOCUMENTS, analyzer)}
+    # server_events: 1 arms the ASYNC event that evaluates after an ingest (surql/watch.surql); an embedded engine never
+    # runs it, and queuing it cost every watched commit 1.3 ms (3.7%) for nothing
+    values = {**config.model_dump(), "corpus": DOCUMENTS, "analyzer": table_analyzer(db, DOCUMENTS, analyzer),
+              "server_events": 0 if db.settings.is_embedded else 1}
     attached = attached_tables(db)
     texts = {name: attached_script(attached, config) if name == ATTACHED_SCRIPT
              else render(_read(name), values, source=f"surql/{name}.surql") for name in HARNESS_SCRIPTS}
