@@ -101,6 +101,44 @@ def test_compare_names_the_ingested_document_that_broke_a_question(seeded):
 
 
 
+def test_a_fused_ranking_that_fell_names_the_ingested_document_that_entered_one_of_the_lists_it_fuses(db):
+    # hand-worked, RRF k = 60 over the top 3 of each list: R (relevant) is BM25's 1st and the vector list's 3rd,
+    # 1/61 + 1/63 = .032266, just above Y (2nd in both: 2/62 = .032258). A document the ingest adds comes 2nd in
+    # the vector list and pushes R out of its top 3: R keeps 1/61, Y rises to 1/62 + 1/63 = .032002 and takes
+    # rank 1, while the new document (1/62, nothing from BM25) stays out of hybrid's top 1
+    from surreal_eval import Question
+    from surreal_eval.golden.files import load_golden
+
+    load_corpus(db, [Article(id="r", title="", content="alpha beta", embedding=[0.7, 0.71, 0.0, 0.0]),
+                     Article(id="y", title="", content="alpha gamma", embedding=[0.9, 0.44, 0.0, 0.0]),
+                     Article(id="z", title="", content="delta", embedding=[1.0, 0.0, 0.0, 0.0]),
+                     Article(id="f1", title="", content="epsilon", embedding=[0.0, 0.0, 1.0, 0.0]),
+                     Article(id="f2", title="", content="zeta", embedding=[0.0, 0.0, 0.0, 1.0]),
+                     Article(id="f3", title="", content="theta", embedding=[0.0, 1.0, 0.0, 0.0])])
+    load_golden(db, [Question(id="q", text="alpha beta", embedding=[1.0, 0.0, 0.0, 0.0], relevant=["r"])])
+    db.query("DELETE seval_ingest")
+    retrievers = ["bm25", "vector", "hybrid"]
+    set_watch(db, ks=[1, 3], retrievers=retrievers)
+    before = evaluate(db, ks=[1, 3], retrievers=retrievers)
+    report = load_corpus(db, [Article(id="new", title="", content="omega", embedding=[0.95, 0.3, 0.0, 0.0])])
+    (done,) = drain_ingests(db).evaluated
+    ranked = rankings(db, done.run)
+    assert ranked[("seval_question:q", "vector", None)] == ["seval_article:z", "seval_article:new", "seval_article:y"]
+    assert ranked[("seval_question:q", "hybrid", None)][0] == "seval_article:y"
+    (culprit,) = [c for c in compare_runs(db, before.run, done.run).culprits if c.retriever == "hybrid" and c.metric == "recall@1"]
+    # in its own top 1, only Y (already there) moved up: the ingest shows in the vector list it fuses
+    assert [(e.doc, e.how) for e in culprit.entered] == [("seval_article:y", None)]
+    assert [(p.doc, p.before, p.after) for p in culprit.pushed] == [("seval_article:r", 1, 2)]
+    (through,) = culprit.inputs
+    assert (through.list, through.depth) == ("vector", 3)
+    assert [(e.doc, e.rank, e.how, e.ingests) for e in through.entered] == [("seval_article:new", 2, "added", [report.ingest])]
+    assert [(p.doc, p.before, p.after) for p in through.pushed] == [("seval_article:r", 3, None)]
+    assert culprit.text.endswith(f"; in its vector list, seval_article:new (added in ingest {report.ingest}) entered at rank 2, "
+                                 "pushing seval_article:r (relevant) from 3 out of the top 3")
+    # a plain list's own culprit names no inputs
+    assert all(not c.inputs for c in compare_runs(db, before.run, done.run).culprits if c.retriever != "hybrid")
+
+
 def test_what_fell_after_an_ingest_reads_only_the_questions_scored_again_and_finds_what_the_whole_runs_do(seeded):
     set_watch(seeded, ks=[1, 3])
     before = evaluate(seeded, ks=[1, 3])

@@ -1,6 +1,6 @@
 """The documents that broke a question: for each question whose score fell from run A to run B, the records
 that entered its top k in B (and the ingest that brought each in, when one did) and the relevant records they
-pushed out, with ranks.
+pushed down or out, with ranks.
 
     culprits(db, a, b, rows)    one Culprit per broken (retriever, question, k) of the PairedDelta `rows`
 
@@ -9,6 +9,13 @@ ingest names it (seval_ingest.added / changed, which the harness's loads fill); 
 when B's comparison of the corpus with its previous state found it added or changed (seval_run.since, by
 per-record digests); otherwise it was already there and moved up (a removal, another record's change, or
 the index answering otherwise).
+
+A relevant record is *pushed* when it stood in A's top k and B ranks it lower (in its top k or below) or not at all. A fused ranking
+(hybrid and its kin) can fall with nothing new in its own top k: a record an ingest brought in entered one of
+the lists it fuses and pushed a relevant record down there. So for a fused retriever each of its lists that the
+runs also ranked on its own (the plain `bm25` or `vector` retriever: its stored ranking is the top `depth` the
+fusion read) is read too, and what an ingest brought into it, and the relevant records it pushed down or out,
+are named under `inputs`.
 """
 
 from __future__ import annotations
@@ -21,9 +28,10 @@ from pydantic import BaseModel
 from ..models import RunReport
 from ..store.connection import Database, record_str
 from ..store.record_ids import to_record
+from ..store.registry import registry
 from .overlap import rankings
 
-__all__ = ["Culprit", "Entered", "Pushed", "culprits"]
+__all__ = ["Culprit", "Entered", "InputList", "Pushed", "culprits"]
 
 
 class Entered(BaseModel):
@@ -38,11 +46,26 @@ class Entered(BaseModel):
 
 
 class Pushed(BaseModel):
-    """A relevant record in A's top k that is not in B's: from rank `before` (A) to `after` (B; None: past B's list)."""
+    """A relevant record in A's top k that B ranks lower: from rank `before` (A) to `after` (B; None: past B's list)."""
 
     doc: str
     before: int
     after: int | None
+
+
+class InputList(BaseModel):
+    """One list a fused ranking reads, as the runs ranked it on its own (retriever `list`, `depth` deep in B): the
+    records an ingest brought into it and the relevant records that fell in it or out of it."""
+
+    list: str
+    depth: int
+    entered: list[Entered] = []
+    pushed: list[Pushed] = []
+
+    @property
+    def text(self) -> str:
+        """in its vector list, doc_991 (added in ingest seval_ingest:x) entered at rank 6, pushing doc_25 (relevant) from 10 out of the top 10"""
+        return f"in its {self.list} list, " + _story(self.entered, self.pushed, self.depth, "nothing an ingest brought in entered it")
 
 
 class Culprit(BaseModel):
@@ -58,16 +81,28 @@ class Culprit(BaseModel):
     depth: int
     entered: list[Entered] = []
     pushed: list[Pushed] = []
+    #: a fused retriever's lists as the runs ranked them on their own, where an ingest brought a record into one or
+    #: a relevant record fell in it
+    inputs: list[InputList] = []
 
     @property
     def text(self) -> str:
         """q42 recall@5 1.00 → 0.50: doc_991 (added in ingest seval_ingest:x) entered at rank 2, pushing doc_17 (relevant) from 5 to 6."""
         head = f"{self.question} {self.metric} {self.before:.2f} → {self.after:.2f} ({self.retriever})"
-        came = [f"{e.doc} ({_origin(e)}) entered at rank {e.rank}" for e in self.entered]
-        went = [f"{p.doc} (relevant) from {p.before} to {p.after}" if p.after is not None
-                else f"{p.doc} (relevant) from {p.before} out of the top {self.depth}" for p in self.pushed]
-        said = ", ".join(came) or "nothing new entered its top k"
-        return f"{head}: {said}" + (f", pushing {', '.join(went)}" if went else "")
+        said = _story(self.entered, self.pushed, self.depth, "nothing new entered its top k")
+        return "; ".join([f"{head}: {said}", *(i.text for i in self.inputs)])
+
+
+def _story(entered: list[Entered], pushed: list[Pushed], depth: int, nothing: str) -> str:
+    """'X (added in ingest I) entered at rank 2, pushing Y (relevant) from 5 to 6'; when none entered, `nothing`
+    and '; Y (relevant) fell from 5 to 6'."""
+    came = [f"{e.doc} ({_origin(e)}) entered at rank {e.rank}" for e in entered]
+    verb = "" if came else "fell "
+    went = [f"{p.doc} (relevant) {verb}from {p.before} " + (f"to {p.after}" if p.after is not None else f"out of the top {depth}")
+            for p in pushed]
+    if came:
+        return ", ".join(came) + (f", pushing {', '.join(went)}" if went else "")
+    return nothing + (f"; {', '.join(went)}" if went else "")
 
 
 def _origin(e: Entered) -> str:
@@ -90,7 +125,9 @@ def culprits(db: Database, a: RunReport, b: RunReport, rows: Sequence[Any]) -> l
     if not broken:
         return []
     names = sorted({key[0] for key in broken})
-    ranked_a, ranked_b = rankings(db, a.run, names), rankings(db, b.run, names)
+    inputs = _inputs(db, names, set(a.retrievers) & set(b.retrievers))
+    read = sorted(set(names) | {name for lists in inputs.values() for name in lists})
+    ranked_a, ranked_b = rankings(db, a.run, read), rankings(db, b.run, read)
     relevant = _relevant(db, b.run, sorted({key[1] for key in broken}))
     origins = _origins(db, a, b)
     found = []
@@ -100,10 +137,37 @@ def culprits(db: Database, a: RunReport, b: RunReport, rows: Sequence[Any]) -> l
         culprit.depth = len(after)
         culprit.entered = [Entered(doc=doc, rank=rank, **origins.get(doc, {}))
                            for rank, doc in enumerate(top_b, 1) if doc not in top_a]
-        culprit.pushed = [Pushed(doc=doc, before=rank, after=after.index(doc) + 1 if doc in after else None)
-                          for rank, doc in enumerate(top_a, 1) if doc in relevant.get(question, set()) and doc not in top_b]
+        mine = relevant.get(question, set())
+        culprit.pushed = _fell(top_a, after, mine)
+        for name in inputs.get(retriever, []):
+            was, now = ranked_a[name].get(question), ranked_b[name].get(question)
+            if was is None or now is None:
+                continue
+            came = [Entered(doc=doc, rank=rank, **origins[doc]) for rank, doc in enumerate(now, 1) if doc not in was and doc in origins]
+            went = _fell(was, now, mine)
+            if came or went:
+                culprit.inputs.append(InputList(list=name, depth=len(now), entered=came, pushed=went))
         found.append(culprit)
     return sorted(found, key=lambda c: (c.after - c.before, c.retriever, c.question))
+
+
+def _fell(before: list[str], after: list[str], relevant: set[str]) -> list[Pushed]:
+    """The relevant records of ranking `before` that ranking `after` ranks lower or not at all."""
+    fell = []
+    for rank, doc in enumerate(before, 1):
+        now = after.index(doc) + 1 if doc in after else None
+        if doc in relevant and (now is None or now > rank):
+            fell.append(Pushed(doc=doc, before=rank, after=now))
+    return fell
+
+
+def _inputs(db: Database, names: list[str], ranked: set[str]) -> dict[str, list[str]]:
+    """For each fused retriever of `names`: the retrievers of `ranked` (both runs' retrievers) that rank one of the
+    lists it fuses on its own, as it is (the plain bm25 and vector retrievers)."""
+    rows = {r.name: r for r in registry(db)}
+    plain = {r.lists[0]: r.name for r in rows.values() if r.kind == "list" and r.fusion == "none" and r.name in ranked}
+    return {name: [plain[lst] for lst in rows[name].lists if lst in plain]
+            for name in names if name in rows and rows[name].kind == "fused"}
 
 
 def _relevant(db: Database, run: str, questions: list[str]) -> dict[str, set[str]]:

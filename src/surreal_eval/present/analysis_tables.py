@@ -99,11 +99,12 @@ def _overlap(console: Console, overlap: list[Overlap], misses: list[Miss], a: st
 
 
 def show_culprits(console: Console, culprits: list, *, limit: int = 10) -> None:
-    """For each broken question (largest fall first, `limit` of them): the records that entered its top k, the
-    ingest that brought each in, and the relevant records they pushed out (analysis.blame)."""
+    """For each broken question (largest fall first, `limit` of them): the records that entered its top k (or, for a
+    fused ranking, the lists it fuses), the ingest that brought each in, and the relevant records that fell (analysis.blame)."""
     if not culprits:
         return
-    console.print("what broke them (the records that entered each broken question's top k, and what they pushed out):")
+    console.print("what broke them (the records that entered each broken question's top k, or the lists it fuses, and the "
+                  "relevant records that fell):")
     for culprit in culprits[:limit]:
         console.print(f"  {culprit.text}", markup=False, highlight=False)
     if len(culprits) > limit:

@@ -166,14 +166,15 @@ def _comparison_section(comparison: Comparison | None, note: str | None, spec: M
         parts.append(_table(["retriever", "metric", "question", "label it with"], [
             [m.retriever, m.metrics[0], m.question, command] for m in comparison.misses for command in m.commands], names=4))
     if comparison.culprits:
-        parts.append("<p class=\"muted\">what broke them: the records that entered each broken question's top k (and the "
+        parts.append("<p class=\"muted\">what broke them: the records that entered each broken question's top k or the lists it fuses (and the "
                      "ingest that brought each in), and the relevant records they pushed out:</p>")
-        parts.append(_table(["retriever", "question", "metric", "entered", "pushed out"], [
+        parts.append(_table(["retriever", "question", "metric", "entered", "pushed down or out", "in the lists it fuses"], [
             [c.retriever, c.question, f"{c.metric} {c.before:.2f}→{c.after:.2f}",
              "; ".join(f"{e.doc} at {e.rank} ({'not ingested' if e.how is None else e.how + (' in ' + ', '.join(e.ingests) if e.ingests else '')})"
                        for e in c.entered) or "-",
-             "; ".join(f"{x.doc} {x.before}→{x.after if x.after is not None else 'out'}" for x in c.pushed) or "-"]
-            for c in comparison.culprits[:50]], names=5))
+             "; ".join(f"{x.doc} {x.before}→{x.after if x.after is not None else 'out'}" for x in c.pushed) or "-",
+             "; ".join(i.text for i in c.inputs) or "-"]
+            for c in comparison.culprits[:50]], names=6))
     if comparison.changes:
         parts.append("<p class=\"muted\">what changed between the runs:</p>")
         parts.append(_table(["recorded", "previous", "latest"], [[c.field, c.a, c.b] for c in comparison.changes], names=3))
