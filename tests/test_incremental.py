@@ -325,3 +325,36 @@ def test_a_question_taken_whole_from_the_run_it_follows_is_recorded_as_a_fresh_r
             (other["ranked"], other["relevant"], other["grades"], other.get("unlabelled")), key
         assert row["results"] == other["results"], key
         assert row["scores"] == pytest.approx(other["scores"], rel=1e-6), key  # BM25's as scored now, not as then
+
+
+def test_kept_bm25_statistics_from_before_their_terms_were_sorted_are_read_again_and_score_as_a_fresh_list(seeded):
+    # a record holding three of a question's words, one of them four times: merged in with each word's tf' read from
+    # its {term: tf'} in the question's sorted terms, so kept statistics in another order (as kept before they were
+    # sorted: here the sorted ones reversed, each entry's tf' with them) must be read again from the state, not
+    # paired with the sorted tf' by position
+    params = {"floors": [0.0, 1.0]}
+    evaluate(seeded, ks=[1, 3], intervals=False, params=params)
+    seeded.query("LET $analyzer = fn::seval::bm25_model('seval_article').analyzer; "
+                 "FOR $row IN (SELECT id, question, hits FROM seval_candidate_cache WHERE list = 'bm25') { "
+                 "LET $s = fn::seval::bm25_list_stats($row.hits, (SELECT * FROM ONLY $row.question), $analyzer, 'seval_article'); "
+                 "IF $s != NONE { UPDATE $row.id SET stats = { terms: array::reverse($s.terms), w: array::reverse($s.w), len: $s.len, "
+                 "tf: $s.tf.map(|$r| array::reverse($r)) } } }")
+    assert len(seeded.value("SELECT VALUE stats.terms FROM ONLY seval_candidate_cache:[seval_question:new_card, 'bm25', 'seval_article', 0]")) > 2
+    load_corpus(seeded, [Article(id="cards", title="", content="card card card card expired change",
+                                 embedding=[-1.0, -1.0, -1.0, -1.0])])
+    after = evaluate(seeded, ks=[1, 3], intervals=False, params=params)
+    merged = seeded.value("SELECT VALUE record::id(question) FROM seval_candidate_cache WHERE list = 'bm25' AND how = 'merged' AND run = $r",
+                          {"r": to_record(after.run, "seval_run")})
+    assert "new_card" in merged  # its BM25 list brought up to date, the new record merged in, not fetched
+    fresh = evaluate(seeded, ks=[1, 3], fresh=True, keep_lists=False, intervals=False, params=params)
+
+    def bm25(run):
+        got = seeded.value("SELECT question, ranked, scores FROM seval_ranking WHERE run = $r AND retriever = 'bm25'",
+                           {"r": to_record(run, "seval_run")})
+        return {record_str(r["question"]): r for r in got}
+
+    now, then = bm25(after.run), bm25(fresh.run)
+    assert now["seval_question:new_card"]["ranked"][0] == to_record("cards", "seval_article")
+    for question, row in now.items():
+        assert row["ranked"] == then[question]["ranked"], question
+        assert row["scores"] == pytest.approx(then[question]["scores"], rel=1e-6), question
