@@ -127,8 +127,9 @@ def culprits(db: Database, a: RunReport, b: RunReport, rows: Sequence[Any]) -> l
     names = sorted({key[0] for key in broken})
     inputs = _inputs(db, names, set(a.retrievers) & set(b.retrievers))
     read = sorted(set(names) | {name for lists in inputs.values() for name in lists})
-    ranked_a, ranked_b = rankings(db, a.run, read), rankings(db, b.run, read)
-    relevant = _relevant(db, b.run, sorted({key[1] for key in broken}))
+    questions = sorted({key[1] for key in broken})
+    ranked_a, ranked_b = rankings(db, a.run, read, questions), rankings(db, b.run, read, questions)
+    relevant = _relevant(db, b.run, questions)
     origins = _origins(db, a, b)
     found = []
     for (retriever, question, k), culprit in broken.items():
@@ -172,9 +173,9 @@ def _inputs(db: Database, names: list[str], ranked: set[str]) -> dict[str, list[
 
 def _relevant(db: Database, run: str, questions: list[str]) -> dict[str, set[str]]:
     """The relevant records run `run` scored each of `questions` against, as text."""
-    rows = db.value("RETURN fn::seval::run_relevant($run)", {"run": to_record(run, "seval_run")})
-    wanted = set(questions)
-    return {record_str(r["question"]): {record_str(x) for x in r["relevant"]} for r in rows if record_str(r["question"]) in wanted}
+    rows = db.value("RETURN fn::seval::run_relevant($run, $questions)",
+                    {"run": to_record(run, "seval_run"), "questions": [to_record(q, q.partition(":")[0]) for q in questions]})
+    return {record_str(r["question"]): {record_str(x) for x in r["relevant"]} for r in rows}
 
 
 def _origins(db: Database, a: RunReport, b: RunReport) -> dict[str, dict[str, Any]]:

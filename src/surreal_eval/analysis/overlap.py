@@ -128,9 +128,12 @@ def _golden_name(report: RunReport) -> str:
     return (report.params or {}).get("golden") or "seval_question"  # a run of 0.1 had one golden set
 
 
-def rankings(db: Database, run: str, names: Iterable[str]) -> dict[str, dict[str, list[str]]]:
-    """Run `run`'s stored rankings of the retrievers `names`, by retriever then question id, ids as text."""
-    rows = db.value("RETURN fn::seval::run_rankings($run, $names)", {"run": to_record(run, "seval_run"), "names": list(names)})
+def rankings(db: Database, run: str, names: Iterable[str], questions: Iterable[str] | None = None) -> dict[str, dict[str, list[str]]]:
+    """Run `run`'s stored rankings of the retrievers `names` (of the questions `questions`, record ids as text; None:
+    all), by retriever then question id, ids as text."""
+    rows = db.value("RETURN fn::seval::run_rankings($run, $names, $questions)",
+                    {"run": to_record(run, "seval_run"), "names": list(names),
+                     "questions": None if questions is None else [to_record(q, q.partition(":")[0]) for q in questions]})
     found: dict[str, dict[str, list[str]]] = {}
     for row in rows:
         found.setdefault(row["retriever"], {})[record_str(row["question"])] = [record_str(r) for r in row["ranked"]]
