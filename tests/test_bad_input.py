@@ -9,6 +9,7 @@ from typer.testing import CliRunner
 
 from surreal_eval import (
     AuthenticationFailed,
+    ConfigError,
     ConnectionFailed,
     InputError,
     Question,
@@ -198,6 +199,19 @@ def test_commands_on_a_database_without_the_harness_say_run_init(harnessless, ar
     line = one_line_error(runner.invoke(app, ["--url", f"surrealkv://{harnessless}", *args]), 2)
     assert "has no surreal-eval harness" in line and "surreal-eval init" in line
 
+
+
+def test_a_harness_function_of_an_older_release_taking_other_arguments_says_run_init(db):
+    # as a store whose harness predates fn::seval::run_rankings's third argument (the questions) had it
+    from surreal_eval.analysis.overlap import rankings
+
+    db.query("DEFINE FUNCTION OVERWRITE fn::seval::run_rankings($run: record<seval_run>, $names: option<array<string>>) -> array<object> "
+             "{ RETURN []; }")
+    with pytest.raises(ConfigError) as raised:
+        rankings(db, "seval_run:x", ["bm25"], ["seval_question:q"])
+    message = str(raised.value)
+    assert "older than this surreal-eval (fn::seval::run_rankings takes other arguments there)" in message
+    assert "run `surreal-eval init`" in message and "\n" not in message
 
 #: Commands that only use a store (issue 35, 4): none of them may make one.
 USING = [["history"], ["runs", "list"], ["compare", "latest", "previous"], ["report", "--html", "{dir}/report.html"],

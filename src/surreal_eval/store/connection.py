@@ -62,6 +62,8 @@ _THROWN_PREFIX = "An error occurred: "
 ENGINE_CHECK_PREFIX = "engine check failed: "
 #: What the engine says when the harness was never imported into this namespace and database.
 _MISSING = re.compile(r"The (table '[^']+'|function 'fn::[^']+') does not exist")
+#: What the engine says when a harness function of an older release takes other arguments than this one passes.
+_ARITY = re.compile(r"Incorrect arguments for function (fn::seval::[A-Za-z0-9_:]+)\(\)\. The function expects")
 #: What a transaction's other statements report when one fails (or BEGIN/COMMIT after it).
 _NOT_EXECUTED = re.compile(r"not executed due to a (failed|cancelled) transaction|Cannot COMMIT")
 #: What the engine says when the signed-in user may not run a statement or a function.
@@ -97,10 +99,12 @@ def translate(error: SurrealError, settings: Settings | None = None) -> Exceptio
         )
     if _NOT_PERMITTED.search(message):
         return PermissionDenied(f"{where} refused this: {message}; sign in as an owner to do it")
-    missing = _MISSING.search(message)
+    arity = _ARITY.search(message)
+    missing = _MISSING.search(message) or (arity and f"{arity[1]} takes other arguments there")
     if missing:
         return ConfigError(
-            f"{where} has no surreal-eval harness, or one older than this surreal-eval ({missing[0]}): run `surreal-eval init` "
+            f"{where} has no surreal-eval harness, or one older than this surreal-eval "
+            f"({missing if isinstance(missing, str) else missing[0]}): run `surreal-eval init` "
             "(again after an upgrade: it adds what is new and keeps your data), or check --url, --ns and --db"
         )
     if isinstance(error, ThrownError):
