@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 
 import pytest
 
@@ -224,7 +225,7 @@ def test_a_bm25_state_of_more_terms_than_concat_can_hold_is_kept(db):
     # is capped at 1 MiB, about 17,000 strings, so a state built with it failed the run that kept it
     db.query("FOR $i IN $ids { CREATE type::record('seval_corpus_doc', ['seval_article', $i]) CONTENT { corpus: 'seval_article', "
              "doc: type::record('seval_article', $i), text: 't', embedding: 'e', length: 2, terms: ['alpha' + $i, 'beta' + $i], "
-             "counts: object::from_entries([['alpha' + $i, 1], ['beta' + $i, 1]]) } RETURN NONE; }",
+             "tf: object::from_entries([['alpha' + $i, 1], ['beta' + $i, 1]]) } RETURN NONE; }",
              {"ids": [f"d{i}" for i in range(20_000)]})
     state = db.value("RETURN fn::seval::keep_bm25_state('seval_article', { full: true, docs: [], plus: {}, minus: {}, "
                      "state: { key: 'k', documents: 20000, length: 40000 } })")
@@ -358,3 +359,36 @@ def test_kept_bm25_statistics_from_before_their_terms_were_sorted_are_read_again
     for question, row in now.items():
         assert row["ranked"] == then[question]["ranked"], question
         assert row["scores"] == pytest.approx(then[question]["scores"], rel=1e-6), question
+
+
+def test_a_bm25_state_kept_with_term_counts_is_kept_anew_with_tf_and_the_run_after_it_scores_as_a_fresh_one(seeded):
+    # a state kept before it held each record's tf' ({term: count} in `counts`, under the key of that release): its
+    # kept lists cannot be brought up to date from it (fetched again instead), and the run keeps the state anew whole
+    params = {"floors": [0.0, 1.0]}
+    evaluate(seeded, ks=[1, 3], intervals=False, params=params)
+    seeded.query("UPDATE seval_corpus_doc SET counts = object::from_entries(terms.map(|$t| [$t, 1])), tf = NONE; "
+                 "UPDATE seval_candidate_cache SET stats = NONE; "
+                 "UPDATE seval_corpus:seval_article SET state.bm25.key = 'the key of a state kept with counts'")
+    load_corpus(seeded, [Article(id="cards", title="", content="card card card card expired change",
+                                 embedding=[-1.0, -1.0, -1.0, -1.0])])
+    after = evaluate(seeded, ks=[1, 3], intervals=False, params=params)
+    assert seeded.value("SELECT VALUE how FROM seval_candidate_cache WHERE list = 'bm25' AND run = $r",
+                        {"r": to_record(after.run, "seval_run")}) == ["fetched"] * 8
+    kept = seeded.value("SELECT VALUE [tf, counts] FROM seval_corpus_doc")
+    assert kept and all(tf is not None and counts is None for tf, counts in kept)
+    assert seeded.value("SELECT VALUE tf FROM ONLY seval_corpus_doc:['seval_article', seval_article:cards]") == \
+        pytest.approx({"card": 1 + math.log(4), "expir": 1.0, "chang": 1.0})
+    fresh = evaluate(seeded, ks=[1, 3], fresh=True, keep_lists=False, intervals=False, params=params)
+    assert _bm25_scores(seeded, after.run) == _bm25_scores(seeded, fresh.run)
+
+
+def test_a_state_kept_again_over_rows_left_from_one_before_keeps_every_row(seeded):
+    # the corpus row's state gone (a hand edit), its record rows left: the next run keeps every record as its state
+    # again, over those rows (on mem:// a row deleted and written again in one transaction was lost, and a term row
+    # deleted and created again refused the run as 'already exists')
+    evaluate(seeded, ks=[1], intervals=False)
+    seeded.query("UPDATE seval_corpus:seval_article SET state = NONE")
+    evaluate(seeded, ks=[1], intervals=False)
+    assert seeded.value("RETURN count(SELECT id FROM seval_corpus_doc WHERE corpus = 'seval_article' AND tf != NONE)") == 10
+    state = seeded.value("RETURN type::record('seval_corpus', 'seval_article').state")
+    assert state["documents"] == 10 and state["bm25"]["documents"] == 10

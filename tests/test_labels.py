@@ -12,6 +12,7 @@ from surreal_eval.errors import InputError, PermissionDenied, Rejected
 from surreal_eval.golden.files import load_golden
 from surreal_eval.golden.labels import add_label, golden_history, stale_labels
 from surreal_eval.present.cli import app
+from surreal_eval.store.record_ids import to_record
 
 from .conftest import as_evaluator, assert_cli_refuses_the_evaluator, evaluator_store, snapshot
 
@@ -107,6 +108,28 @@ def test_a_document_rewritten_since_it_was_labelled_is_stale_and_the_run_counts_
     (stale,) = stale_labels(seeded)[1]
     assert (stale.question, stale.doc, stale.source) == ("seval_question:money_back", "seval_article:refund_request", "file")
     assert stale.changed_seen_at is not None and stale.changed_seen_at >= stale.labelled_at
+
+
+def test_a_run_finds_stale_and_dangling_labels_from_the_corpus_rows_it_read_as_reading_each_document_finds_them(seeded):
+    # a run reads every corpus record's digest once; the labels' checks take theirs from those rows rather than read
+    # each labelled document again (which reads all of it, its embedding too)
+    evaluate(seeded, ks=[1])
+    ids = seeded.value("SELECT VALUE id FROM seval_question")
+    then = seeded.value("RETURN fn::seval::corpus_rows('seval_article')")
+    seeded.query("UPDATE seval_article:refund_request SET content = 'Store credit is issued within a week.'")
+    read = seeded.value("RETURN fn::seval::stale_labels('seval_question', $ids)", {"ids": ids})
+    given = seeded.value("RETURN fn::seval::stale_labels('seval_question', $ids, fn::seval::corpus_rows('seval_article'))", {"ids": ids})
+    assert [r["doc"] for r in read] == [to_record("refund_request", "seval_article")] and given == read
+    # the digests are the rows': by the rows read before the rewrite, nothing is stale
+    assert seeded.value("RETURN fn::seval::stale_labels('seval_question', $ids, $rows)", {"ids": ids, "rows": then}) == []
+    rows = seeded.value("RETURN fn::seval::golden_rows(fn::seval::golden_set(NONE), NONE, NONE)")
+    seeded.query("DELETE seval_article:refund_request")
+    gone = [{"question": to_record("money_back", "seval_question"), "label": to_record("refund_request", "seval_article")}]
+    assert seeded.value("RETURN fn::seval::dangling_labels($rows)", {"rows": rows}) == gone
+    assert seeded.value("RETURN fn::seval::dangling_labels($rows, fn::seval::corpus_rows('seval_article').map(|$r| $r[0]))",
+                        {"rows": rows}) == gone
+    # a record among those given is taken to exist, unread
+    assert seeded.value("RETURN fn::seval::dangling_labels($rows, $present)", {"rows": rows, "present": [r[0] for r in then]}) == []
 
 
 def test_the_cli_labels_lists_stale_labels_and_the_history(tmp_path):

@@ -49,9 +49,9 @@ def what_fell_after(db: Database, base: str, run: str) -> tuple[list[Fell], RunR
     """What fell from finished run `base` to `run`, a run that followed it on the same golden set (an incremental run
     after an ingest): `what_fell` on the questions `run` scored again (a question it copied from `base` scored as there
     and cannot have fallen), each Fell's means the runs' own over every question. Returns it with the two reports, each
-    holding those questions' results (what `blame.culprits` reads)."""
+    holding those questions' scores (what `blame.culprits` reads: it reads the rankings itself)."""
     base_id, run_id = resolve_run(db, base), resolve_run(db, run)
     questions = db.value("RETURN fn::seval::rescored_questions($run)", {"run": run_id})
-    before = load_run(db, base_id, per_question=True, intervals=False, questions=questions)
-    after = load_run(db, run_id, per_question=True, intervals=False, questions=questions)
+    before = load_run(db, base_id, per_question=True, intervals=False, questions=questions, scores_only=True)
+    after = load_run(db, run_id, per_question=True, intervals=False, questions=questions, scores_only=True)
     return what_fell(before, after, run_means=True), before, after

@@ -133,7 +133,9 @@ def _keeps_graph(db: Any, move: Move, rows: int, described: dict[str, Any]) -> b
     if not move.corpus or rows > KEEP_GRAPH_ROWS or index not in described.get(move.target, {}).get("indexes", {}):
         return False
     built = db.value(statement("INFO FOR INDEX {{index}} ON {{table}}", index=index, table=move.target)).get("building", {})
-    held = db.value("RETURN count(SELECT id FROM type::table($t))", {"t": move.target})
+    # counted by the table's count, not its records: through type::table($t), or as count(SELECT id ...), the engine
+    # reads every record, embeddings and all (78 against 0.9 ms on CISI's 1,480)
+    held = db.value(statement("RETURN (SELECT count() FROM {{table}} GROUP ALL)[0].count ?? 0", table=move.target))
     return built.get("status") == "ready" and not built.get("pending") and rows * 2 <= held
 
 
