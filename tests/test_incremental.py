@@ -392,3 +392,20 @@ def test_a_state_kept_again_over_rows_left_from_one_before_keeps_every_row(seede
     assert seeded.value("RETURN count(SELECT id FROM seval_corpus_doc WHERE corpus = 'seval_article' AND tf != NONE)") == 10
     state = seeded.value("RETURN type::record('seval_corpus', 'seval_article').state")
     assert state["documents"] == 10 and state["bm25"]["documents"] == 10
+
+
+def test_a_run_that_follows_another_says_so_and_puts_more_questions_in_each_statement(seeded):
+    from surreal_eval.runs.evaluate import BATCH, BATCH_FOLLOWING, _batch_size
+
+    started = seeded.value("RETURN fn::seval::start_run([1], ['bm25'], {}, NONE)")
+    assert started["follows"] is False  # nothing to follow: every list fetched, every question scored
+    seeded.query("RETURN fn::seval::discard_run($r)", {"r": started["run"]})
+    evaluate(seeded, ks=[1], retrievers=["bm25"], intervals=False)
+    load_corpus(seeded, FILLER)
+    started = seeded.value("RETURN fn::seval::start_run([1], ['bm25'], {}, NONE)")
+    assert started["follows"] is True
+    seeded.query("RETURN fn::seval::discard_run($r)", {"r": started["run"]})
+    # four questions a statement when most lists are fetched; when most questions are taken from the run followed,
+    # up to 16, while every core still gets four statements
+    assert [_batch_size(n, 2, following=False) for n in (8, 76, 500)] == [BATCH] * 3
+    assert [_batch_size(n, 2, following=True) for n in (8, 76, 500)] == [BATCH, 10, BATCH_FOLLOWING]
