@@ -81,6 +81,9 @@ def test_ten_ingests_on_cisi_give_the_lists_a_fresh_run_gives(tmp_path):
             (done,) = drain_ingests(db).evaluated
             touched |= {record_str(x) for key in ("added", "changed") for x in done.since["ids"][key]}
             assert done.error is None and done.since is not None
+            # a load names its records: the run read only those; the removal's row names only what it removed, so
+            # every record was read (surql/incremental.surql, fn::seval::rows_after_ingests)
+            assert ("named" in done.since) == (step != 5)
             # at the floors the chain keeps (a fresh run would take its sweep's floors from the data anew)
             floors = db.value("SELECT VALUE params.floors FROM ONLY $r", {"r": to_record(done.run, "seval_run")})
             fresh = evaluate(db, ks=[1, 5, 10], retrievers=RETRIEVERS, fresh=True, keep_lists=False, params={"floors": floors})

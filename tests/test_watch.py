@@ -13,7 +13,7 @@ from surreal_eval.errors import PermissionDenied
 from surreal_eval.load.bulk import load_corpus, record_ingest
 from surreal_eval.models import Article
 from surreal_eval.present.cli import app
-from surreal_eval.store.record_ids import record_str
+from surreal_eval.store.record_ids import record_str, to_record
 from surreal_eval.runs.watch import clear_watch, drain_ingests, get_watch, set_watch
 
 from .conftest import EVALUATOR, EVALUATOR_PASSWORD, evaluator_store, snapshot
@@ -23,6 +23,8 @@ GHOST = ("CREATE question:ghost CONTENT { text: 'where is my ghost order', embed
 #: the application's own transaction from the issue: a new article and its ingest row, committed together
 APP_WRITE = ("BEGIN; CREATE article:new1 CONTENT { title: 'Gift cards', content: 'Gift cards never expire.', "
              "embedding: [0.1, 0.6, 0.1, 0.1] }; CREATE seval_ingest CONTENT { corpus: 'article', documents: 1 }; COMMIT;")
+#: the same, its ingest row naming the record it added (docs/watch.md)
+APP_WRITE_NAMED = APP_WRITE.replace("documents: 1 }", "documents: 1, added: [article:new1], changed: [], removed: [] }")
 
 
 def state(db, ingest):
@@ -84,6 +86,19 @@ def test_a_drop_appears_next_to_the_ingest_that_caused_it(seeded):
     (second,) = drain_ingests(seeded).evaluated
     runs = {r.run: r for r in history(seeded)}
     assert runs[second.run].mean("bm25", "recall", 1) < runs[first.run].mean("bm25", "recall", 1)
+
+
+def test_an_application_ingest_naming_its_records_is_evaluated_from_those_and_the_state_on_an_attached_table(lesson):
+    assert "added: [article:new1], changed: [], removed: []" in APP_WRITE_NAMED
+    set_watch(lesson, ks=[1, 3])
+    lesson.query("CREATE seval_ingest CONTENT { corpus: 'article', documents: 0 }")
+    (first,) = drain_ingests(lesson).evaluated  # the state a later run compares with
+    lesson.query(APP_WRITE_NAMED)
+    (done,) = drain_ingests(lesson).evaluated
+    assert done.error is None and done.since["named"] == 1 and done.since["added"] == 1
+    assert [record_str(x) for x in done.since["ids"]["added"]] == ["article:new1"]
+    fingerprint = lesson.value("SELECT VALUE corpus.fingerprint FROM ONLY $r", {"r": to_record(done.run, "seval_run")})
+    assert fingerprint == lesson.value("RETURN fn::seval::corpus_fingerprint('article').fingerprint")
 
 
 def test_the_application_transaction_commits_and_the_failed_evaluation_is_recorded_on_its_ingest(lesson):

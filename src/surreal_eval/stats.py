@@ -16,13 +16,17 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from numbers import Integral
+from typing import TYPE_CHECKING
 
-import numpy as np
 from pydantic import BaseModel, ConfigDict
 
 from .errors import ConfigError, InputError, NotFound
 from .grammar import METRICS, MetricSpec, parse_metric
 from .models import RunReport
+
+if TYPE_CHECKING:  # numpy is imported where it is used: a run's record is read without it (its import is 0.08 s)
+    import numpy as np
 
 __all__ = [
     "format_p",
@@ -76,6 +80,7 @@ class PairedComparison(BaseModel):
 
 
 def _scores(values: Sequence[float], what: str) -> np.ndarray:
+    import numpy as np
     try:
         array = np.asarray(values, dtype=float)
     except (TypeError, ValueError):
@@ -100,10 +105,12 @@ def _batch(n: int) -> int:
 
 
 def _mean(*samples: np.ndarray, axis: int) -> np.ndarray:
+    import numpy as np
     return np.mean(samples[0], axis=axis)
 
 
 def _mean_difference(a: np.ndarray, b: np.ndarray, axis: int) -> np.ndarray:
+    import numpy as np
     return np.mean(b - a, axis=axis)
 
 
@@ -123,6 +130,7 @@ def confidence_interval(
     Degenerate cases: every score equal (including one question) -> low = high = mean; no
     scores -> InputError. The same `seed` gives the same interval (None draws a fresh one).
     """
+    import numpy as np
     _check_options(level, resamples)
     array = _scores(scores, "scores")
     n = array.size
@@ -157,6 +165,7 @@ def confidence_intervals(
     bootstrap, and memory stays bounded by the batch (about a million counts) at any number of
     questions.
     """
+    import numpy as np
     _check_options(level, resamples)
     arrays = [_scores(column, f"scores {i}") for i, column in enumerate(columns)]
     if not arrays:
@@ -207,6 +216,7 @@ def paired_test(
     `low`/`high` are the percentile bootstrap interval (see `confidence_interval`) of the mean
     difference over all n questions. Lengths must match: pair the scores by question first.
     """
+    import numpy as np
     _check_options(level, resamples)
     first, second = _scores(a, "a"), _scores(b, "b")
     if first.size != second.size:
@@ -296,7 +306,7 @@ def resolution(label_counts: Sequence[int], metric: str, *, k: int | None = None
     if not counts:
         raise InputError("no questions: the resolution of a mean needs at least one question")
     for position, count in enumerate(counts):
-        if isinstance(count, bool) or not isinstance(count, (int, np.integer)) or count < 1:
+        if isinstance(count, bool) or not isinstance(count, Integral) or count < 1:
             raise InputError(
                 f"label count at position {position} must be a whole number of at least 1, got {count!r}"
             )
@@ -326,7 +336,7 @@ def resolution(label_counts: Sequence[int], metric: str, *, k: int | None = None
 
 def sample_warning(n: int) -> str | None:
     """One line warning that `n` questions are fewer than SMALL_SAMPLE; None from SMALL_SAMPLE on."""
-    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 0:
+    if isinstance(n, bool) or not isinstance(n, Integral) or n < 0:
         raise ConfigError(f"the number of questions must be a whole number, got {n!r}")
     if n >= SMALL_SAMPLE:
         return None

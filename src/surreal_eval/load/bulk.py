@@ -116,9 +116,9 @@ def _corpus_table(table: str) -> str:
     return table
 
 
-def _not_another_table(db: Database, table: str) -> None:
-    """Refuse to (re)define as a corpus a table that exists and is not one (the user's own table)."""
-    tables = db.value("INFO FOR DB")["tables"]
+def _not_another_table(db: Database, table: str, tables: list[str]) -> None:
+    """Refuse to (re)define as a corpus a table that exists and is not one (the user's own table); `tables`: the
+    database's (INFO FOR DB)."""
     if table in tables and ("seval_corpus" not in tables or table not in corpus_tables(db)):
         raise ConfigError(f"table {table} exists and is not a corpus table: load into another --corpus")
     if table in tables and db.value("RETURN type::record('seval_corpus', $t).attached ?? false", {"t": table}):
@@ -129,7 +129,7 @@ def _not_another_table(db: Database, table: str) -> None:
 def run_load(load: Load, body: Callable[[], Any]) -> Any:
     """Run a load after putting right what an earlier one left unfinished; on any failure undo what
     it moved and remove its staging tables (the database is then as it was)."""
-    recover_loads(load.db, stale_after=None if load.db.settings.is_embedded else STALE_LOAD)
+    recover_loads(load.db, stale_after=None if load.db.settings.is_embedded else STALE_LOAD, tables=load.tables)
     with on_interrupt(load.interrupted):
         try:
             return body()
@@ -163,10 +163,11 @@ def load_corpus(
     embedding, unless `create_harness=False`. The table's BM25 index uses
     `analyzer`, else the one it has, else the default (store/analyzers.py).
     """
-    _not_another_table(db, identifier(table, what="corpus table"))  # a table of yours first: the message says why
+    tables = list(db.value("INFO FOR DB")["tables"])  # read once for the checks before anything is staged
+    _not_another_table(db, identifier(table, what="corpus table"), tables)  # a table of yours first: the message says why
     table = _corpus_table(table)
-    analyzer = table_analyzer(db, table, analyzer)
-    load = Load(db, **options)
+    analyzer = table_analyzer(db, table, analyzer, tables)
+    load = Load(db, tables=tables, **options)
     staging = STAGING_PREFIX + table
     kind = "article" if table == DOCUMENTS else "document"
     problems = Problems("corpus")

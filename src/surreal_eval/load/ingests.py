@@ -29,11 +29,13 @@ def existing(db: Database, table: str, staged: dict[str, Any]) -> set[str]:
 
 def mark_ingest(load: Load, table: str, staged: list[str], existed: set[str], source: str | None) -> dict[str, Any]:
     """Record the load as one ingest (its own transaction, after the load's commit), naming the records it added
-    and changed when there are not too many; the evaluation, if something is watched, comes after (runs/watch.py)."""
+    and changed, and that it removed none, when there are not too many (a run after it then reads only those, not
+    every record: fn::seval::rows_after_ingests); the evaluation, if something is watched, comes after (runs/watch.py)."""
     named = len(staged) <= NAMED_LIMIT
     ingest = record_ingest(load.db, corpus=table, documents=len(staged), source=source,
                            added=[RecordID(table, k) for k in staged if k not in existed] if named else None,
-                           changed=[RecordID(table, k) for k in staged if k in existed] if named else None)
+                           changed=[RecordID(table, k) for k in staged if k in existed] if named else None,
+                           removed=[] if named else None)
     return {"ingest": ingest}
 
 

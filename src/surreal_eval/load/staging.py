@@ -102,6 +102,7 @@ class Load:
         progress: Progress | None = None,
         create_harness: bool = True,
         on_duplicate: str = "refuse",
+        tables: list[str] | None = None,
     ) -> None:
         if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
             raise ConfigError(f"batch size must be a whole number of at least 1, got {batch_size!r}")
@@ -110,7 +111,10 @@ class Load:
         self.embedder = embedder
         self.progress = progress
         self.started = time.perf_counter()
-        config = harness_config(db)
+        #: the database's tables as the load found them (INFO FOR DB), when its caller read them: its checks before
+        #: anything is staged read them once (each read costs the engine about 10 ms)
+        self.tables = tables
+        config = harness_config(db, tables)
         if config is None and not create_harness:
             raise ConfigError("the harness is not imported here: run `surreal-eval init --dimension N` first")
         self.dimension: int | None = config.dimension if config else None

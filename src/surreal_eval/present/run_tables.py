@@ -259,7 +259,9 @@ def incremental_line(report: RunReport) -> str:
     base = since.get("base")
     scored = (f"; {used.get('rescored', report.questions)} of {report.questions} questions scored again, the rest as in {record_str(base)}"
               if base else "; every question scored (no earlier run with the same settings)")
-    return f"incremental: after {', '.join(changed) or 'no change'} records{scored}"
+    named = (f" (read only the {since['named']} record{'s' if since['named'] != 1 else ''} its ingests named, not every record)"
+             if since.get("named") is not None else "")
+    return f"incremental: after {', '.join(changed) or 'no change'} records{named}{scored}"
 
 
 def show_history(console: Console, runs: list[RunSummary], metric: str, k: int | None, ingests: list | None = None) -> None:

@@ -3,10 +3,9 @@ per-question results (a run's name is resolved by store/run_refs.py, re-exported
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from datetime import datetime
 
-import numpy as np
 from surrealdb import RecordID
 
 from ..errors import NotFound
@@ -15,6 +14,9 @@ from ..models import AnnRow, Bounds, EngineCheck, MetricRow, QuestionResult, Run
 from ..stats import confidence_intervals, resolution, sample_warning
 from ..store.connection import Database, record_str
 from ..store.run_refs import TAG_PATTERN, resolve_run
+
+if TYPE_CHECKING:
+    import numpy as np
 
 __all__ = ["run_fields", "run_order", "run_metrics", "ordered", "resolve_run", "run_before", "load_run", "load_for_comparison",
            "report_from_row", "TAG_PATTERN"]
@@ -147,6 +149,8 @@ def _add_uncertainty(db: Database, run_id: RecordID, rows: list[MetricRow], retr
     means, never with a dict per stored result. Resolution is given for the metrics stats.resolution
     knows.
     """
+    import numpy as np
+
     columns: list[np.ndarray] = []
     scored: list[MetricRow] = []
     results: dict[str, list[list[dict]]] = {}

@@ -12,6 +12,7 @@ a run reads them (fn::seval::corpus_fingerprint), INFO being closed to an evalua
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 
 from .connection import Database
 from .defaults import DEFAULT_ANALYZER
@@ -41,19 +42,20 @@ def check_analyzer(db: Database, name: str, *, option: str = "--analyzer") -> st
     return name
 
 
-def index_analyzer(db: Database, table: str) -> str | None:
-    """The analyzer of corpus table `table`'s BM25 index `<table>_content`, None when there is none."""
-    if table not in db.value("INFO FOR DB")["tables"]:
+def index_analyzer(db: Database, table: str, tables: Iterable[str] | None = None) -> str | None:
+    """The analyzer of corpus table `table`'s BM25 index `<table>_content`, None when there is none (`tables`: the
+    database's tables, INFO FOR DB, when the caller has just read them)."""
+    if table not in (db.value("INFO FOR DB")["tables"] if tables is None else tables):
         return None
     return analyzer_of(db.value("INFO FOR TABLE $t", {"t": table})["indexes"].get(f"{table}_content"))
 
 
-def table_analyzer(db: Database, table: str, chosen: str | None = None) -> str:
+def table_analyzer(db: Database, table: str, chosen: str | None = None, tables: Iterable[str] | None = None) -> str:
     """The analyzer `table`'s BM25 index is (re)defined with: `chosen` (checked), else the one its
-    index has, else DEFAULT_ANALYZER."""
+    index has, else DEFAULT_ANALYZER (`tables`: as index_analyzer's)."""
     if chosen is not None:
         return check_analyzer(db, chosen)
-    return index_analyzer(db, table) or DEFAULT_ANALYZER
+    return index_analyzer(db, table, tables) or DEFAULT_ANALYZER
 
 
 def record_analyzers(db: Database) -> None:

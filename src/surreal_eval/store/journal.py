@@ -79,15 +79,16 @@ def unfinished_moves(db: Database, tables: Iterable[str]) -> list[dict[str, Any]
                     f"duration::secs(time::now() - updated) AS idle FROM {JOURNAL} ORDER BY position DESC")
 
 
-def recover_loads(db: Database, *, stale_after: float | None = None) -> list[str]:
+def recover_loads(db: Database, *, stale_after: float | None = None, tables: list[str] | None = None) -> list[str]:
     """Finish or undo the moves a killed or failed load left unfinished; the tables put right.
 
     A move still 'moving' is undone a part at a time (each part one transaction, so a recovery that
     is itself killed goes on where it stopped); a move 'indexing' gets its HNSW index built. With
     `stale_after` (seconds), only moves idle that long are touched: on a server another load may be
-    running. The staging and undo tables are then removed, no move being left unfinished.
+    running. The staging and undo tables are then removed, no move being left unfinished. `tables`: the
+    database's tables (INFO FOR DB) when the caller has just read them.
     """
-    tables = list(db.value("INFO FOR DB")["tables"])  # recovery adds no table: read once
+    tables = list(db.value("INFO FOR DB")["tables"] if tables is None else tables)  # recovery adds no table: read once
     journals = unfinished_moves(db, tables)
     live = [j for j in journals if stale_after is not None and j["idle"] < stale_after]
     if live:

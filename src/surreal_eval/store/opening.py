@@ -29,10 +29,12 @@ def connect(settings: Settings, *, previous_release: bool = False) -> Database:
     db = open_database(settings)
     if not settings.access:
         try:
+            # one read of the tables for both (INFO FOR DB costs the engine about 10 ms)
+            tables = list(db.value("INFO FOR DB")["tables"]) if settings.is_embedded or not previous_release else None
             if not previous_release:
-                refuse_previous_release(db)
+                refuse_previous_release(db, tables)
             if settings.is_embedded:
-                recover_loads(db)
+                recover_loads(db, tables=tables)
         except BaseException:
             db.close()
             raise

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Iterable
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -91,9 +92,10 @@ def _read(name: str) -> str:
     return path.read_text(encoding="utf-8")
 
 
-def harness_config(db: Database) -> HarnessConfig | None:
-    """The configuration the database's harness was imported with, or None before `init`."""
-    if not _has_harness(db):
+def harness_config(db: Database, tables: Iterable[str] | None = None) -> HarnessConfig | None:
+    """The configuration the database's harness was imported with, or None before `init` (`tables`: the database's
+    tables, INFO FOR DB, when the caller has just read them)."""
+    if not _has_harness(db, tables):
         return None
     row = db.value("SELECT * OMIT id FROM ONLY seval_config:current")
     return HarnessConfig(**row) if row else None
@@ -375,8 +377,8 @@ def require_config(db: Database) -> HarnessConfig:
     return config
 
 
-def _has_harness(db: Database) -> bool:
-    tables = db.value("INFO FOR DB")["tables"]
+def _has_harness(db: Database, tables: Iterable[str] | None = None) -> bool:
+    tables = list(db.value("INFO FOR DB")["tables"] if tables is None else tables)
     refuse_previous_release(db, tables)  # 0.1's harness, under unprefixed names: `surreal-eval migrate` first
     return "seval_config" in tables
 
