@@ -270,6 +270,8 @@ def test_a_run_after_ingests_naming_their_records_reads_those_and_the_state_not_
     seeded.value("UPDATE $i SET removed = [seval_article:contact_support]", {"i": to_record(removed, "seval_ingest")})
     (done,) = drain_ingests(seeded).evaluated
     assert done.error is None and done.since["named"] == 3  # it read the three records named, not all ten
+    # and found among them the changes a comparison of every record finds
+    assert [done.since[k] for k in ("added", "text_changed", "embedding_changed", "removed")] == [1, 1, 1, 1]
     after = seeded.value("SELECT VALUE corpus.fingerprint FROM ONLY $r", {"r": to_record(done.run, "seval_run")})
     assert after == seeded.value("RETURN fn::seval::corpus_fingerprint('seval_article').fingerprint")
     assert seeded.value("RETURN type::record('seval_corpus', 'seval_article').state.fingerprint") == after
