@@ -226,7 +226,7 @@ def test_the_bm25_state_a_run_keeps_from_its_own_reading_of_the_changes_is_the_o
     seeded.query("DELETE seval_article:contact_support; UPDATE seval_article:track_order SET content = 'Where is my parcel?'")
     taken, read = seeded.query("""
         LET $rows = fn::seval::corpus_rows('seval_article');
-        LET $changes = fn::seval::corpus_changes('seval_article', $rows, fn::seval::fingerprint_of('seval_article', $rows));
+        LET $changes = fn::seval::corpus_changes('seval_article', $rows, fn::seval::fingerprint_of('seval_article', $rows), NONE);
         LET $model = fn::seval::bm25_model('seval_article');
         LET $old = type::record('seval_corpus', 'seval_article').state.bm25;
         RETURN fn::seval::bm25_plan_of_changes(fn::seval::bm25_changes($changes, 'seval_article'), $model, $old, $changes);
@@ -239,7 +239,7 @@ def test_the_bm25_state_a_run_keeps_from_its_own_reading_of_the_changes_is_the_o
     seeded.query("UPDATE seval_article:refund_request SET embedding = [0.7, 0.1, 0.0, 0.35]")
     moved, plan = seeded.query("""
         LET $rows = fn::seval::corpus_rows('seval_article');
-        LET $changes = fn::seval::corpus_changes('seval_article', $rows, fn::seval::fingerprint_of('seval_article', $rows));
+        LET $changes = fn::seval::corpus_changes('seval_article', $rows, fn::seval::fingerprint_of('seval_article', $rows), NONE);
         RETURN $changes.embedding_changed;
         RETURN fn::seval::bm25_plan_of_changes(fn::seval::bm25_changes($changes, 'seval_article'), fn::seval::bm25_model('seval_article'),
             type::record('seval_corpus', 'seval_article').state.bm25, $changes);""")[-2:]
