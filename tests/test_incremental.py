@@ -34,10 +34,11 @@ def test_a_run_after_new_documents_merges_the_vector_lists_and_rescores_the_bm25
     assert first.since is None and first.retrieval["fetched"] == 16
     load_corpus(seeded, [DECOY])
     after = evaluate(seeded, ks=[1, 3])
-    # the vector lists take the new document merged in; every BM25 score moved (an 11th document), and on ten
-    # documents the bound on what a record outside a kept list can now score certifies 3 of the 8 BM25 lists:
-    # the other 5 are asked again
-    assert (after.retrieval["merged"], after.retrieval["fetched"], after.retrieval["reused"]) == (11, 5, 0)
+    # every BM25 score moved (an 11th document): 2 questions' lists are certified to keep their top 3
+    # (surql/certificate.surql) and left unscored; of the other 6, the vector lists take the new document merged in,
+    # and the bound on what a record outside a kept BM25 list can now score certifies 4 of them: the other 2 are
+    # asked again
+    assert [after.retrieval[n] for n in ("certified", "merged", "fetched", "reused")] == [4, 10, 2, 0]
     assert after.incremental and after.since["added"] == 1 and after.since["base"] is not None
     assert [record_str(x) for x in after.since["ids"]["added"]] == ["seval_article:decoy"]
     fresh = evaluate(seeded, ks=[1, 3], fresh=True, keep_lists=False, params={"floors": after.params["floors"]})  # its sweep too
@@ -197,9 +198,10 @@ def test_a_bm25_state_that_no_longer_gives_the_kept_scores_makes_the_lists_be_fe
     after = evaluate(seeded, ks=[1, 3])
     bm25 = seeded.value("SELECT VALUE how FROM seval_candidate_cache WHERE run = $r AND list = 'bm25'",
                         {"r": to_record(after.run, "seval_run")})
-    # every BM25 list with entries fails the check (recomputed old scores differ from those kept) and is fetched;
-    # an empty kept list has no score to check, and its bound certifies it
-    assert bm25.count("fetched") >= 7 and after.retrieval["merged"] >= 8
+    # every BM25 list with entries fails the check (recomputed old scores differ from those kept), in the merge and
+    # in the certificate (surql/certificate.surql), and is fetched; an empty kept list has no score to check: its
+    # bound certifies it, and the vector lists are merged or certified
+    assert bm25.count("fetched") >= 7 and after.retrieval["merged"] + after.retrieval["certified"] >= 8
     fresh = evaluate(seeded, ks=[1, 3], fresh=True, keep_lists=False, params={"floors": after.params["floors"]})  # its sweep too
     assert rankings(seeded, after.run) == rankings(seeded, fresh.run)
 
@@ -502,3 +504,56 @@ def test_a_run_that_follows_another_says_so_and_puts_more_questions_in_each_stat
     # up to 16, while every core still gets four statements
     assert [_batch_size(n, 2, following=False) for n in (8, 76, 500)] == [BATCH] * 3
     assert [_batch_size(n, 2, following=True) for n in (8, 76, 500)] == [BATCH, 10, BATCH_FOLLOWING]
+
+
+#: documents far from every question (another subject, another embedding): an ingest of one cannot re-rank most
+FAR = [Article(id="far_shelving", title="Warehouse shelving", content="Warehouse shelving inventory", embedding=[0.0, 0.0, 0.0, 1.0]),
+       Article(id="far_audit", title="Quarterly audit", content="Quarterly financial statement audit", embedding=[-1.0, -1.0, -1.0, -1.0]),
+       Article(id="far_zzz", title="zzz", content="zzz", embedding=[0.1, 0.1, 0.1, 0.1])]
+
+
+def recorded(db, run: str) -> dict:
+    """Every ranking of `run` as {(question, retriever, floor): (ranked ids, scores)}."""
+    rows = db.value("SELECT question, retriever, floor, ranked, scores FROM seval_ranking WHERE run = $r", {"r": to_record(run, "seval_run")})
+    return {(record_str(r["question"]), r["retriever"], r.get("floor")): ([record_str(x) for x in r["ranked"]], r["scores"]) for r in rows}
+
+
+def assert_records_alike(db, run: str, fresh: str) -> None:
+    mine, theirs = recorded(db, run), recorded(db, fresh)
+    assert mine.keys() == theirs.keys()
+    for key, (ranked, scores) in mine.items():
+        assert ranked == theirs[key][0], key
+        assert scores == pytest.approx(theirs[key][1], rel=1e-6), key
+
+
+def test_questions_an_ingest_cannot_rerank_are_certified_unscored_and_record_what_a_fresh_run_records(seeded):
+    evaluate(seeded, ks=[1, 3])
+    certified = []
+    for article in FAR:
+        load_corpus(seeded, [article])
+        after = evaluate(seeded, ks=[1, 3])
+        certified.append(after.retrieval["certified"])
+        # a certified list is left as it was (surql/certificate.surql); its question's rankings are copied, each
+        # BM25 score as the new statistics give it: what a fresh run records
+        fresh = evaluate(seeded, ks=[1, 3], fresh=True, keep_lists=False, intervals=False, params={"floors": after.params["floors"]})
+        assert_records_alike(seeded, after.run, fresh.run)
+    # lists are certified after each ingest, and a list certified once is certified or brought up to date again from
+    # the statistics it was scored at
+    assert all(n > 0 for n in certified), certified
+    unscored = seeded.value("RETURN count(SELECT id FROM seval_candidate_cache WHERE list = 'bm25' AND at != NONE)")
+    assert unscored > 0
+    # nothing changed since: a list whose scores are at older statistics is rescored at the state's, not read as kept
+    again = evaluate(seeded, ks=[1, 3])
+    assert again.since is None and again.retrieval["merged"] >= unscored
+    fresh = evaluate(seeded, ks=[1, 3], fresh=True, keep_lists=False, intervals=False, params={"floors": again.params["floors"]})
+    assert_records_alike(seeded, again.run, fresh.run)
+    assert seeded.value("RETURN count(SELECT id FROM seval_candidate_cache WHERE list = 'bm25' AND at != NONE)") == 0
+
+
+def test_a_question_an_ingested_record_enters_is_not_certified(seeded):
+    evaluate(seeded, ks=[1, 3])
+    # the decoy holds the two-factor question's embedding: its vector list changes, so it is brought up to date
+    load_corpus(seeded, [DECOY])
+    after = evaluate(seeded, ks=[1, 3])
+    lists = seeded.value("SELECT VALUE how FROM ONLY type::record('seval_candidate_cache', [type::record('seval_question', 'two_factor'), 'vector', 'seval_article', 0])")
+    assert lists == "merged" and after.retrieval["certified"] > 0

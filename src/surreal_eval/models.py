@@ -294,8 +294,9 @@ class SourceMean(BaseModel):
 class _AfterChanges(BaseModel):
     """What a run records of how it was made: its candidate lists, and the corpus changes and ingests it followed."""
 
-    #: {lists, reused, merged, fetched, called, rescored, copied}: how the run got its candidate lists (reused as kept,
-    #: brought up to date with the corpus's changes, fetched from an index, called) and how many questions it scored
+    #: {lists, reused, merged, certified, fetched, called, rescored, copied}: how the run got its candidate lists (reused as
+    #: kept, brought up to date with the corpus's changes, shown unchanged at the top by them and left unscored,
+    #: fetched from an index, called) and how many questions it scored
     retrieval: dict[str, Any] | None = None
     #: the corpus changes the run was made after and the run whose results it reused for questions ranked alike ({base, added, text_changed,
     #: embedding_changed, removed, ids, since}: surql/incremental.surql); None: a run on an unchanged corpus, or one that retrieved every list anew

@@ -56,7 +56,8 @@ def _said(done: IngestRun) -> str:
         return f"the evaluation after {head} failed: {done.error}"
     r = done.retrieval or {}
     how = ("every list retrieved anew" if done.fresh else
-           f"{r.get('reused', 0)} lists reused, {r.get('merged', 0)} merged, {r.get('fetched', 0)} fetched"
+           f"{r.get('reused', 0)} lists reused, " + (f"{r['certified']} certified unchanged, " if r.get("certified") else "")
+           + f"{r.get('merged', 0)} merged, {r.get('fetched', 0)} fetched"
            + (f", {r['called']} called" if r.get("called") else ""))
     copied = (f"; {r.get('rescored', 0)} questions scored again, {r.get('copied', 0)} as in {done.since['base']}"
               if done.since and done.since.get("base") and not done.fresh else "")

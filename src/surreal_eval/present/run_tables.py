@@ -209,7 +209,7 @@ def report_json(report: RunReport, *, per_question: bool = False) -> dict:
     headline, notes = headline_and_notes(list(report.by_source or []))
     if isinstance(data.get("retrieval"), dict) and "lists" in data["retrieval"]:
         used = data["retrieval"]
-        used["retrieved"] = used["lists"] - used.get("reused", 0) - used.get("merged", 0)
+        used["retrieved"] = used["lists"] - used.get("reused", 0) - used.get("merged", 0) - used.get("certified", 0)
     data.update(headline=headline, notes=notes + golden_notes(report))
     return data
 
@@ -243,12 +243,14 @@ def _with_interval(row, metric: str) -> str:
 
 
 def retrieval_line(report: RunReport) -> str:
-    """How the run got its candidate lists: read as kept, brought up to date with the corpus's changes, retrieved."""
+    """How the run got its candidate lists: read as kept, certified unchanged by the corpus's changes, brought up to
+    date with them, retrieved."""
     used = report.retrieval or {}
-    merged = used.get("merged", 0)
+    merged, certified = used.get("merged", 0), used.get("certified", 0)
     return (f"candidate lists: {used['reused']} of {used['lists']} read from earlier runs (inputs unchanged), "
+            + (f"{certified} shown unchanged at the top by the corpus's changes, " if certified else "")
             + (f"{merged} brought up to date with the corpus's changes, " if merged else "")
-            + f"{used['lists'] - used['reused'] - merged} retrieved")
+            + f"{used['lists'] - used['reused'] - merged - certified} retrieved")
 
 
 def incremental_line(report: RunReport) -> str:

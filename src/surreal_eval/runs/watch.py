@@ -52,7 +52,7 @@ class IngestRun(BaseModel):
     fresh: bool = False
     #: for a verifying run (`watch --verify-every`): {lists, agreed, reused, merged, disagreed, index_own}
     verification: dict[str, Any] | None = None
-    #: {lists, reused, merged, fetched, called, rescored, copied} (surql/candidate_cache.surql)
+    #: {lists, reused, merged, certified, fetched, called, rescored, copied} (surql/candidate_cache.surql)
     retrieval: dict[str, Any] | None = None
     #: the corpus changes the run was made after, and the run it follows (surql/incremental.surql)
     since: dict[str, Any] | None = None

@@ -60,7 +60,7 @@ __all__ = [
 #: are templates of one corpus table, applied here for `article` (and by define_corpus for others).
 HARNESS_SCRIPTS = ("analyzers", "schema", "golden", "labels", "promote", "generate", "judge", "corpus", "corpus_indexes", "ingest", "bm25_match", "retrievers",
                    "tune_ef", "attached", "user_retrievers", "supplied", "endpoints", "rerank", "registry", "metrics", "scoring", "history",
-                   "candidate_cache", "incremental", "incremental_bm25", "ann_check",
+                   "candidate_cache", "incremental", "incremental_bm25", "certificate", "ann_check",
                    "checks", "evaluate", "watch", "queries", "runs", "tags", "prune", "access")
 #: The script rendered with one branch per attached table (see attached_script).
 ATTACHED_SCRIPT = "attached"
