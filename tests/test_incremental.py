@@ -555,5 +555,6 @@ def test_a_question_an_ingested_record_enters_is_not_certified(seeded):
     # the decoy holds the two-factor question's embedding: its vector list changes, so it is brought up to date
     load_corpus(seeded, [DECOY])
     after = evaluate(seeded, ks=[1, 3])
-    lists = seeded.value("SELECT VALUE how FROM ONLY type::record('seval_candidate_cache', [type::record('seval_question', 'two_factor'), 'vector', 'seval_article', 0])")
+    slot = "type::record('seval_candidate_cache', [type::record('seval_question', 'two_factor'), 'vector', 'seval_article', 0])"
+    lists = seeded.value(f"SELECT VALUE how FROM ONLY {slot}")
     assert lists == "merged" and after.retrieval["certified"] > 0
