@@ -6,6 +6,8 @@ same data in the same process, is not above the full evaluation it is the floor 
 
 from __future__ import annotations
 
+import math
+
 import re
 import sys
 from pathlib import Path
@@ -150,31 +152,39 @@ def test_the_watch_benchmark_measures_a_commit_with_watch_on_and_off_and_the_eva
     assert retrieval["merged"] >= 8 and retrieval["merged"] + retrieval["fetched"] == 16 and after.peak_rss_mb > 0
 
 
-def _certified(scores: list[float], lengths: list[int], *, new: list[dict] = (), k: int = 2, after_docs: int = 100,
-               df: dict | None = None) -> bool:
-    """certify_ingest's BM25 certificate on a hand-made list (each entry holding every query term once), 100
-    documents of length 10 before the ingest and `after_docs` after it, each query term in `df` (default t: 5)."""
-    import certify_ingest
-
+def _certified(db, lengths: list[int], *, new: list[dict] = (), k: int = 2, after_docs: int = 100, df: dict | None = None,
+               truncated: bool = False) -> bool:
+    """fn::seval::bm25_certified (surql/certificate.surql) on a hand-made kept list whose entries each hold every query
+    term once, scored as the engine scores them at 100 documents of mean length 10, after an ingest that makes
+    `after_docs` of the same mean length and adds the records `new` ({len, tf: {term: tf'}}); each query term held by
+    the records of `df` (default t: 5), before and after. `truncated`: records outside the list may score as high as
+    its last entry."""
     df = df or {"t": 5}
-    stats = {"terms": list(df), "w": [1] * len(df), "len": lengths, "tf": [[1.0] * len(df)] * len(scores)}
-    hits = [{"id": f"d{i}", "score": s} for i, s in enumerate(scores)]
-    return certify_ingest.certify_bm25(stats, hits, k, {"k1": 1.2, "b": 0.75}, {"documents": 100, "length": 1000},
-                                       {"documents": after_docs, "length": after_docs * 10}, df, df, list(new), set(), [])
+    terms = sorted(df)
+    weights = [2.2 * max(0.0, math.log((100 - df[t] + 0.5) / (df[t] + 0.5))) for t in terms]
+    scores = [sum(c / (1 + 1.2 * (0.25 + 0.75 * length / 10)) for c in weights) for length in lengths]
+    row = {"hits": [{"id": f"d{i}", "score": x} for i, x in enumerate(scores)], "depth": 40,
+           "bound": scores[-1] if truncated else 0,
+           "stats": {"terms": terms, "w": [1] * len(terms), "len": lengths, "tf": [[1.0] * len(terms)] * len(lengths),
+                     "n": [df[t] for t in terms]}}
+    b = {"analyzer": "seval_english", "k1": 1.2, "b": 0.75, "documents": {"from": 100, "to": after_docs},
+         "length": {"from": 1000, "to": after_docs * 10}, "gone": [], "plus": {}, "minus": {},
+         "docs": [{"id": f"new{i}", "len": d["len"], "terms": list(d["tf"]), "tf": d["tf"]} for i, d in enumerate(new)]}
+    return db.value("RETURN fn::seval::bm25_certified($row, $q, $b, 'seval_article', $k, [], false)",
+                    {"row": row, "q": {"text": " ".join(terms)}, "b": b, "k": k}) is not None
 
 
-def test_the_ingest_certificate_keeps_a_top_k_only_where_no_record_can_overtake():
+def test_the_ingest_certificate_keeps_a_top_k_only_where_no_record_can_overtake(db):
     # nothing changed: a factor of exactly 1; the k-th's neighbour of the same length moves with it
-    assert _certified([10, 8, 8, 5], [10, 12, 12, 20])
-    # tied at the k-th with another length: the order of the two can change, and with it the top 2
-    assert not _certified([10, 8, 8, 5], [10, 12, 13, 20])
-    # the group alike to the k-th runs to the end of the kept list: what lies below is unknown
-    assert not _certified([10, 8, 8], [10, 12, 12])
-    # a record added holding the term: idf 2.85 (n 5 of 100), so about 5.6 with tf 9 in 1 token, 0.14 with tf 1 in 500
-    strong = {"length": 1, "terms": ["t"], "counts": {"t": 9}}
-    weak = {"length": 500, "terms": ["t"], "counts": {"t": 1}}
-    assert not _certified([6, 5, 1], [10, 12, 20], new=[strong]) and _certified([6, 5, 1], [10, 12, 20], new=[weak])
+    assert _certified(db, [10, 12, 12, 20])
+    # the group alike to the k-th runs to the end of a kept list that records outside may equal: not certain
+    assert _certified(db, [10, 12, 12]) and not _certified(db, [10, 12, 12], truncated=True)
+    # a record added holding the term: idf 2.85 (n 5 of 100), so about 5.6 with tf' 1 + ln 9 in 1 token, 0.14 with tf'
+    # 1 in 500; the k-th scores 2.8
+    strong = {"len": 1, "tf": {"t": 1 + math.log(9)}}
+    weak = {"len": 500, "tf": {"t": 1.0}}
+    assert not _certified(db, [6, 9, 40], new=[strong]) and _certified(db, [6, 9, 40], new=[weak])
     # 20 documents more: idf of t (n 5) grows by 1.067, of u (n 30) by 1.298, so scores may move apart by 22%
     two = {"t": 5, "u": 30}
-    assert not _certified([10, 9, 5], [10, 11, 20], after_docs=120, df=two)
-    assert _certified([10, 5, 2], [10, 11, 20], after_docs=120, df=two)
+    assert not _certified(db, [10, 11, 20], after_docs=120, df=two)
+    assert _certified(db, [10, 60, 200], after_docs=120, df=two)

@@ -14,6 +14,7 @@ from surreal_eval.analysis.compare import compare_runs
 from surreal_eval.analysis.fell import what_fell, what_fell_after
 from surreal_eval.load.bulk import load_corpus, record_ingest
 from surreal_eval.present.cli import app
+from surreal_eval.present.run_tables import report_json, retrieval_line
 from surreal_eval.runs.evaluate import evaluate
 from surreal_eval.runs.history import history
 from surreal_eval.runs.record import load_for_comparison
@@ -533,6 +534,10 @@ def test_questions_an_ingest_cannot_rerank_are_certified_unscored_and_record_wha
         load_corpus(seeded, [article])
         after = evaluate(seeded, ks=[1, 3])
         certified.append(after.retrieval["certified"])
+        used = after.retrieval
+        # what evaluate prints, and its --json, count them apart from the lists brought up to date or retrieved
+        assert f"{used['certified']} shown unchanged at the top by the corpus's changes" in retrieval_line(after)
+        assert report_json(after)["retrieval"]["retrieved"] == used["lists"] - used["reused"] - used["merged"] - used["certified"] == used["fetched"]
         # a certified list is left as it was (surql/certificate.surql); its question's rankings are copied, each
         # BM25 score as the new statistics give it: what a fresh run records
         fresh = evaluate(seeded, ks=[1, 3], fresh=True, keep_lists=False, intervals=False, params={"floors": after.params["floors"]})
