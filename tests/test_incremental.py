@@ -563,3 +563,23 @@ def test_a_question_an_ingested_record_enters_is_not_certified(seeded):
     slot = "type::record('seval_candidate_cache', [type::record('seval_question', 'two_factor'), 'vector', 'seval_article', 0])"
     lists = seeded.value(f"SELECT VALUE how FROM ONLY {slot}")
     assert lists == "merged" and after.retrieval["certified"] > 0
+
+
+def test_a_list_certified_on_its_first_entries_statistics_is_merged_on_all_of_them_when_a_record_enters_it(seeded):
+    evaluate(seeded, ks=[1])
+    load_corpus(seeded, [FAR[0]])
+    assert evaluate(seeded, ks=[1]).retrieval["certified"] > 0
+    # a certificate reads the statistics of the first entries only, and keeps those (surql/certificate.surql)
+    partial = seeded.value("SELECT id, question, stats FROM seval_candidate_cache WHERE list = 'bm25' AND at != NONE "
+                           "AND array::len(stats.len) < array::len(hits) ORDER BY id")
+    assert partial, "no certified list kept the statistics of its first entries only"
+    question = partial[0]["question"]
+    # a record holding the question's words enters that list: it is brought up to date on every entry's statistics
+    text = seeded.value("SELECT VALUE text FROM ONLY $q", {"q": question})
+    load_corpus(seeded, [Article(id="enters", title=text, content=text, embedding=[0.0, 0.0, 0.0, 1.0])])
+    after = evaluate(seeded, ks=[1])
+    kept = seeded.value("SELECT how, hits, stats FROM ONLY $s", {"s": partial[0]["id"]})
+    assert kept["how"] == "merged" and "seval_article:enters" in [record_str(h["id"]) for h in kept["hits"]]
+    assert len(kept["stats"]["len"]) == len(kept["hits"]) and kept["stats"]["n"] is not None
+    fresh = evaluate(seeded, ks=[1], fresh=True, keep_lists=False, intervals=False, params={"floors": after.params["floors"]})
+    assert_records_alike(seeded, after.run, fresh.run)
