@@ -22,6 +22,10 @@ and Python, start to exit).
                  from the run it follows), against
       fresh      `surreal-eval evaluate --k 1,3,5,10 --fresh` on the same state: every list fetched, every
                  question scored (goal on Debian: after / fresh <= 0.1)
+  next           (b) after the ingest that follows it (another --documents new documents), on the same store: the
+                 run an ingest in a watched chain costs once the lists have been certified or brought up to date
+                 since they were fetched (what the first run after a fresh one reads once: each BM25 list's
+                 statistics and its terms' counts), against `fresh`
   named          (b) after the same ingest, its row naming the records it added (`added: [...], changed: [],
                  removed: []`): the run reads those and the corpus's state, not every record
   load+after     `surreal-eval load corpus` of the same documents on a watched store (the load, then the
@@ -76,6 +80,7 @@ class Result:
     fresh: list[Process] = field(default_factory=list)
     load_after: list[Process] = field(default_factory=list)
     named: list[Process] = field(default_factory=list)
+    next: list[Process] = field(default_factory=list)
     unchanged: list[Process] = field(default_factory=list)
 
     def median(self, name: str, attribute: str = "seconds") -> float:
@@ -276,6 +281,8 @@ def measure(dataset: str, questions: int, documents: int, rounds: int, folder: P
     result.commit_on, result.commit_off = commits["on"], commits["off"]
     first = folder / "first.json"
     first.write_text(json.dumps([batches[0]]))
+    second = folder / "second.json"
+    second.write_text(json.dumps([batches[1]]))
     load_file = folder / "load.jsonl"
     load_file.write_text("".join(json.dumps(row) + "\n" for row in batches[0]))
     for round_ in range(rounds):
@@ -284,6 +291,8 @@ def measure(dataset: str, questions: int, documents: int, rounds: int, folder: P
             run_child("app-ingest", url, str(first))
             if name == "after":
                 result.after.append(run_child("after", url, ""))
+                run_child("app-ingest", url, str(second))
+                result.next.append(run_child("after", url, ""))
             else:
                 result.fresh.append(run_child("fresh", url, ""))
         url = copy(folder, "named")
@@ -292,7 +301,8 @@ def measure(dataset: str, questions: int, documents: int, rounds: int, folder: P
         url = copy(folder, "load")
         result.load_after.append(run_child("cli", "--url", url, "load", "corpus", str(load_file)))
         result.unchanged.append(run_child("unchanged", copy(folder, "unchanged"), ""))
-        print(f"  round {round_ + 1}: after {result.after[-1].seconds:.1f} s (named {result.named[-1].seconds:.1f} s), "
+        print(f"  round {round_ + 1}: after {result.after[-1].seconds:.1f} s (next {result.next[-1].seconds:.1f} s, "
+              f"named {result.named[-1].seconds:.1f} s), "
               f"fresh {result.fresh[-1].seconds:.1f} s, load+after {result.load_after[-1].seconds:.1f} s", flush=True)
     return result
 
@@ -309,6 +319,10 @@ def show(result: Result) -> None:
     print(f"  (b) the evaluation after the ingest / a fresh full evaluation: {own_after:.2f} / {own_fresh:.2f} s = "
           f"{own_after / own_fresh:.3f} (as processes: {after:.2f} / {fresh:.2f} s = {after / fresh:.3f})")
     print(f"      the run after the ingest: {result.after[-1].said['retrieval']}")
+    own_next = statistics.median(p.said["seconds"] for p in result.next)
+    print(f"      after the next ingest (its lists certified or brought up to date once already) / fresh: {own_next:.2f} / "
+          f"{own_fresh:.2f} s = {own_next / own_fresh:.3f} (as processes: {result.median('next'):.2f} / {fresh:.2f} s = "
+          f"{result.median('next') / fresh:.3f}); its run: {result.next[-1].said['retrieval']}")
     own_named = statistics.median(p.said["seconds"] for p in result.named)
     print(f"      after an ingest whose row names its records (the run reads those, not every record) / fresh: "
           f"{own_named:.2f} / {own_fresh:.2f} s = {own_named / own_fresh:.3f} (as processes: {result.median('named'):.2f} / "
