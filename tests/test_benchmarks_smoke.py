@@ -7,7 +7,6 @@ same data in the same process, is not above the full evaluation it is the floor 
 from __future__ import annotations
 
 import math
-
 import re
 import sys
 from pathlib import Path
