@@ -181,7 +181,9 @@ def load_corpus(
             remove_staging(db)
             return report.model_copy(update={"seconds": load.seconds()})
         load.ensure_harness(analyzer if table == DOCUMENTS else None)
-        upgrade_corpus_table(db, table)  # a table an older version wrote: bm25_text on its rows first (store/schema.py)
+        # a table an older version wrote: bm25_text on its rows first (store/schema.py); the tables as the load found
+        # them (a harness this load imported holds no table of an older version)
+        upgrade_corpus_table(db, table, tables)
         existed = existing(db, table, staged)
         move_all(load, [Move(staging, table, corpus=True, analyzer=analyzer)])
         if table == DOCUMENTS:

@@ -24,12 +24,25 @@ OLD_FROM = old_option("chunk", "--from T", "--corpus T")
 T = TypeVar("T")
 
 
-def _load(action: Callable[[Database, Callable[[str, int, Optional[int]], None]], T], embedder: object = None) -> T:
+def _load(action: Callable[[Database, Callable[[str, int, Optional[int]], None]], T], embedder: object = None,
+          then: Callable[[Database, T], None] | None = None) -> T:
     """Run a load with a progress display (the library reports progress, the CLI draws it), then
-    close the embedder, if any."""
+    close the embedder, if any; `then(db, report)`, when given, runs after the load on the same connection (what a
+    load says, and the evaluation after its commit: a second connection to the store costs about 40 ms)."""
     progress = Progress()
+
+    def body(db: Database) -> T:
+        try:
+            report = action(db, progress)
+        finally:
+            progress.close()
+        if then is not None:
+            db.new_store = None  # committed: a failure after it leaves the store and its records where they are
+            then(db, report)
+        return report
+
     try:
-        return with_db(lambda db: action(db, progress))
+        return with_db(body)
     finally:
         progress.close()
         close = getattr(embedder, "close", None)
@@ -114,13 +127,15 @@ def load_corpus(
         say(*OLD_TABLE)
     table = table_name(corpus if corpus is not None else table, "--corpus table") or "seval_article"
     model = _embedder(embedder)
-    report = _load(lambda db, progress: ingest_corpus(
+    def said(db: Database, report) -> None:
+        what = "articles" if report.table == "seval_article" else "documents"
+        plain(out, f"loaded {_loaded(report, what)} into {report.table} from {path} in {report.seconds:.1f} s{_harness_note(report)}")
+        after_ingest(report.ingest, db)
+
+    _load(lambda db, progress: ingest_corpus(
         db, read_documents(path, format=fmt.value), table=table, embedder=model, batch_size=batch_size,
         progress=progress, create_harness=True, source=str(path), on_duplicate=on_duplicate.value,
-        analyzer=analyzer), model)
-    what = "articles" if report.table == "seval_article" else "documents"
-    plain(out, f"loaded {_loaded(report, what)} into {report.table} from {path} in {report.seconds:.1f} s{_harness_note(report)}")
-    after_ingest(report.ingest)
+        analyzer=analyzer), model, then=said)
 
 
 @load_app.command("golden")
@@ -173,17 +188,19 @@ def load_beir(
     from ..golden.files import load_beir as ingest_beir
 
     model = _embedder(embedder)
-    report = _load(lambda db, progress: ingest_beir(
+    def said(db: Database, report) -> None:
+        corpus, golden = report.corpus, report.golden
+        plain(out,
+            f"loaded {_loaded(corpus, 'articles')} and {_loaded(golden, 'questions')} ({golden.labels} labels) "
+            f"from {folder} in {report.seconds:.1f} s{_harness_note(corpus)}")
+        if golden.skipped:
+            plain(out, f"skipped {golden.skipped} quer{'y' if golden.skipped == 1 else 'ies'} of queries.jsonl with no relevant "
+                       f"judgment in qrels/{split}.tsv (not loaded; trec_eval would count such a query as 0)")
+        after_ingest(corpus.ingest, db)
+
+    _load(lambda db, progress: ingest_beir(
         db, folder, split=split, embedder=model, batch_size=batch_size, progress=progress, create_harness=True,
-        on_duplicate=on_duplicate.value, analyzer=analyzer), model)
-    corpus, golden = report.corpus, report.golden
-    plain(out,
-        f"loaded {_loaded(corpus, 'articles')} and {_loaded(golden, 'questions')} ({golden.labels} labels) "
-        f"from {folder} in {report.seconds:.1f} s{_harness_note(corpus)}")
-    if golden.skipped:
-        plain(out, f"skipped {golden.skipped} quer{'y' if golden.skipped == 1 else 'ies'} of queries.jsonl with no relevant "
-                   f"judgment in qrels/{split}.tsv (not loaded; trec_eval would count such a query as 0)")
-    after_ingest(corpus.ingest)
+        on_duplicate=on_duplicate.value, analyzer=analyzer), model, then=said)
 
 
 @app.command()

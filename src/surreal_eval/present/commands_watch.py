@@ -96,10 +96,10 @@ def _show_worse(db: Database, base, run: str) -> None:
         show_culprits(out, broke, limit=5)
 
 
-def after_ingest(ingest: str | None) -> None:
+def after_ingest(ingest: str | None, db: Database | None = None) -> None:
     """After a load's commit: on an embedded store (whose engine runs no ASYNC event), evaluate what is pending
     when something is watched and say so (exit 6 when that evaluation failed: the load is kept); on a server,
-    say that its event evaluates."""
+    say that its event evaluates. On the load's connection `db` when given, else on a connection of its own."""
     if not ingest:
         return
 
@@ -122,7 +122,7 @@ def after_ingest(ingest: str | None) -> None:
         _show_drain(db, report)
         return report
 
-    report = with_db(run)
+    report = run(db) if db is not None else with_db(run)
     if report is not None and report.failed:
         fail(IngestEvaluationFailed(f"loaded, but the evaluation after it failed (recorded on {', '.join(report.failed[0].ingests)}; "
                                     f"the records are kept): {report.failed[0].error}"))

@@ -278,19 +278,21 @@ def attached_script(rows: list[dict], config: HarnessConfig) -> str:
     return render(_EACH.sub(expand, _read(ATTACHED_SCRIPT)), config.model_dump(), source=source)
 
 
-def _tables_without_bm25_text(db: Database) -> list[str]:
-    """The harness's corpus tables (not attached) that exist without field bm25_text: written by a version before it."""
-    if "seval_corpus" not in (tables := db.value("INFO FOR DB")["tables"]):
+def _tables_without_bm25_text(db: Database, tables: Iterable[str] | None = None) -> list[str]:
+    """The harness's corpus tables (not attached) that exist without field bm25_text: written by a version before it
+    (`tables`: the database's tables, INFO FOR DB, when the caller has read them)."""
+    if "seval_corpus" not in (tables := list(db.value("INFO FOR DB")["tables"] if tables is None else tables)):
         return []
     owned = db.value("SELECT VALUE record::id(id) FROM seval_corpus WHERE attached != true ORDER BY id")
     return [t for t in owned if t in tables and "bm25_text" not in db.value("INFO FOR TABLE $t", {"t": identifier(t, what="corpus table")})["fields"]]
 
 
-def upgrade_corpus_table(db: Database, table: str) -> bool:
+def upgrade_corpus_table(db: Database, table: str, tables: Iterable[str] | None = None) -> bool:
     """Give harness corpus table `table`, written by a version before bm25_text (surql/corpus.surql), that field on
     every row and its BM25 index on it (with the analyzer its index had); True when it did, False when the table is
-    missing or has the field already. (A load into such a table calls this first; `init` does it for every one.)"""
-    if table not in _tables_without_bm25_text(db):
+    missing or has the field already. (A load into such a table calls this first, with the tables it read before
+    staging: `tables`; `init` does it for every one.)"""
+    if table not in _tables_without_bm25_text(db, tables):
         return False
     chosen = table_analyzer(db, table)
     _write_bm25_text(db, table, require_config(db))
