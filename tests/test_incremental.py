@@ -232,7 +232,7 @@ def test_the_bm25_state_a_run_keeps_from_its_own_reading_of_the_changes_is_the_o
         LET $changes = fn::seval::corpus_changes('seval_article', $rows, fn::seval::fingerprint_of('seval_article', $rows), NONE);
         LET $model = fn::seval::bm25_model('seval_article');
         LET $old = type::record('seval_corpus', 'seval_article').state.bm25;
-        RETURN fn::seval::bm25_plan_of_changes(fn::seval::bm25_changes($changes, 'seval_article'), $model, $old, $changes);
+        RETURN fn::seval::bm25_plan_of_changes(fn::seval::bm25_changes($changes, 'seval_article', NONE), $model, $old, $changes);
         RETURN fn::seval::bm25_update_plan('seval_article', $model, $old, $changes);""")[-2:]
     assert taken is not None and read is not None
     by_id = lambda plan: sorted(({k: v for k, v in d.items() if k != "digest"} for d in plan["docs"]), key=lambda d: str(d["id"]))  # noqa: E731
@@ -244,7 +244,7 @@ def test_the_bm25_state_a_run_keeps_from_its_own_reading_of_the_changes_is_the_o
         LET $rows = fn::seval::corpus_rows('seval_article');
         LET $changes = fn::seval::corpus_changes('seval_article', $rows, fn::seval::fingerprint_of('seval_article', $rows), NONE);
         RETURN $changes.embedding_changed;
-        RETURN fn::seval::bm25_plan_of_changes(fn::seval::bm25_changes($changes, 'seval_article'), fn::seval::bm25_model('seval_article'),
+        RETURN fn::seval::bm25_plan_of_changes(fn::seval::bm25_changes($changes, 'seval_article', NONE), fn::seval::bm25_model('seval_article'),
             type::record('seval_corpus', 'seval_article').state.bm25, $changes);""")[-2:]
     assert [record_str(r) for r in moved] == ["seval_article:refund_request"] and plan is None
 
@@ -462,7 +462,7 @@ def test_a_bm25_state_kept_with_term_counts_is_kept_anew_with_tf_and_the_run_aft
     # kept lists cannot be brought up to date from it (fetched again instead), and the run keeps the state anew whole
     params = {"floors": [0.0, 1.0]}
     evaluate(seeded, ks=[1, 3], intervals=False, params=params)
-    seeded.query("UPDATE seval_corpus_doc SET counts = object::from_entries(terms.map(|$t| [$t, 1])), tf = NONE; "
+    seeded.query("UPDATE seval_corpus_doc SET counts = object::from_entries(object::keys(tf).map(|$t| [$t, 1])), tf = NONE; "
                  "UPDATE seval_candidate_cache SET stats = NONE; "
                  "UPDATE seval_corpus:seval_article SET state.bm25.key = 'the key of a state kept with counts'")
     load_corpus(seeded, [Article(id="cards", title="", content="card card card card expired change",

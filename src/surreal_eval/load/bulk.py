@@ -187,7 +187,7 @@ def load_corpus(
         existed = existing(db, table, staged)
         move_all(load, [Move(staging, table, corpus=True, analyzer=analyzer)])
         if table == DOCUMENTS:
-            record_article_indexes(db, analyzer)
+            record_article_indexes(db, analyzer, load.config)
         return report.model_copy(update={"seconds": load.seconds(), "harness_imported": load.harness_imported,
                                          **mark_ingest(load, table, list(staged), existed, source)})
 

@@ -115,6 +115,8 @@ class Load:
         #: anything is staged read them once (each read costs the engine about 10 ms)
         self.tables = tables
         config = harness_config(db, tables)
+        #: the configuration of the harness the load writes into (as found, or as this load imported it)
+        self.config: HarnessConfig | None = config
         if config is None and not create_harness:
             raise ConfigError("the harness is not imported here: run `surreal-eval init --dimension N` first")
         self.dimension: int | None = config.dimension if config else None
@@ -200,7 +202,8 @@ class Load:
             return
         if self.dimension is None:
             raise InputError("nothing to load: no embedding was read, so the index dimension is unknown")
-        import_harness(self.db, HarnessConfig(dimension=self.dimension), analyzer=analyzer)
+        self.config = HarnessConfig(dimension=self.dimension)
+        import_harness(self.db, self.config, analyzer=analyzer)
         self.harness_imported = self.dimension
         self.learnt = False
 

@@ -348,10 +348,11 @@ def define_corpus_indexes(db: Database, table: str, *, analyzer: str | None = No
         record_article_indexes(db, chosen)
 
 
-def record_article_indexes(db: Database, analyzer: str) -> None:
+def record_article_indexes(db: Database, analyzer: str, config: HarnessConfig | None = None) -> None:
     """Record, after `article`'s BM25 index was given `analyzer` outside an import, the checksum an
-    import now renders surql/corpus_indexes.surql with, so that `init` leaves the indexes be."""
-    config = require_config(db)
+    import now renders surql/corpus_indexes.surql with, so that `init` leaves the indexes be (`config`: the
+    harness's configuration when the caller holds it, else read)."""
+    config = config or require_config(db)
     text = render(_read("corpus_indexes"), {**config.model_dump(), "corpus": DOCUMENTS, "analyzer": analyzer},
                   source="surql/corpus_indexes.surql")
     db.value("RETURN fn::seval::record_import($config, { corpus_indexes: $sum })",
