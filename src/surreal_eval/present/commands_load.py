@@ -127,6 +127,7 @@ def load_corpus(
         say(*OLD_TABLE)
     table = table_name(corpus if corpus is not None else table, "--corpus table") or "seval_article"
     model = _embedder(embedder)
+
     def said(db: Database, report) -> None:
         what = "articles" if report.table == "seval_article" else "documents"
         plain(out, f"loaded {_loaded(report, what)} into {report.table} from {path} in {report.seconds:.1f} s{_harness_note(report)}")
@@ -188,6 +189,7 @@ def load_beir(
     from ..golden.files import load_beir as ingest_beir
 
     model = _embedder(embedder)
+
     def said(db: Database, report) -> None:
         corpus, golden = report.corpus, report.golden
         plain(out,
