@@ -458,8 +458,9 @@ def csv_questions(draw) -> Case:
 
 #: ids a tab-separated qrels line carries as they are, and ids a whitespace-separated one does
 beir_id = hostile_id.map(lambda s: re.sub(r"[\t\n\r]", "", s).strip()).filter(_not_seed)
-# a TREC qrels line that starts with # is a comment, as trec_eval reads it (load/collections.py): no query id starts so
-trec_id = hostile_id.map(lambda s: "".join(ch for ch in s if not ch.isspace())).filter(_not_seed).filter(lambda s: not s.startswith("#"))
+# a TREC qrels line that starts with # is a comment, as trec_eval reads it (load/collections.py), and U+FEFF at a file's
+# start is its byte order mark, read as the encoding's mark, not as an id's first character: no query id starts so
+trec_id = hostile_id.map(lambda s: "".join(ch for ch in s if not ch.isspace())).filter(_not_seed).filter(lambda s: not s.startswith(("#", "\ufeff")))
 
 
 @st.composite
