@@ -319,12 +319,10 @@ def done_params(db, run: str) -> list:
 def test_a_bm25_state_of_more_terms_than_concat_can_hold_is_kept(db):
     # 40,000 distinct terms (Debian's 20,000 package names and descriptions hold about that): concat's output
     # is capped at 1 MiB, about 17,000 strings, so a state built with it failed the run that kept it
-    db.query("FOR $i IN $ids { CREATE type::record('seval_corpus_doc', ['seval_article', $i]) CONTENT { corpus: 'seval_article', "
-             "doc: type::record('seval_article', $i), text: 't', embedding: 'e', length: 2, terms: ['alpha' + $i, 'beta' + $i], "
-             "tf: object::from_entries([['alpha' + $i, 1], ['beta' + $i, 1]]) } RETURN NONE; }",
-             {"ids": [f"d{i}" for i in range(20_000)]})
-    state = db.value("RETURN fn::seval::keep_bm25_state('seval_article', { full: true, docs: [], plus: {}, minus: {}, "
-                     "state: { key: 'k', documents: 20000, length: 40000 } })")
+    docs = db.value("RETURN $ids.map(|$i| { id: type::record('seval_article', $i), length: 2, "
+                    "tf: object::from_entries([['alpha' + $i, 1], ['beta' + $i, 1]]) })", {"ids": [f"d{i}" for i in range(20_000)]})
+    state = db.value("RETURN fn::seval::keep_bm25_state('seval_article', { full: true, docs: $docs, plus: {}, minus: {}, "
+                     "state: { key: 'k', documents: 20000, length: 40000 } })", {"docs": docs})
     assert state == {"key": "k", "documents": 20000, "length": 40000}
     assert db.value("RETURN count(SELECT id FROM seval_corpus_term WHERE corpus = 'seval_article')") == 40_000
 
@@ -457,22 +455,27 @@ def test_kept_bm25_statistics_from_before_their_terms_were_sorted_are_read_again
         assert row["scores"] == pytest.approx(then[question]["scores"], rel=1e-6), question
 
 
-def test_a_bm25_state_kept_with_term_counts_is_kept_anew_with_tf_and_the_run_after_it_scores_as_a_fresh_one(seeded):
-    # a state kept before it held each record's tf' ({term: count} in `counts`, under the key of that release): its
-    # kept lists cannot be brought up to date from it (fetched again instead), and the run keeps the state anew whole
+@pytest.mark.parametrize("kept", ["counts", "tf"])
+def test_a_bm25_state_kept_in_the_digests_rows_is_kept_anew_in_its_own_and_the_run_after_it_scores_as_a_fresh_one(seeded, kept):
+    # a state kept in the digests' rows (seval_corpus_doc) by an earlier release, under its key: with {term: count}
+    # (`counts`), or each record's length and tf': its kept lists cannot be brought up to date from it (fetched again
+    # instead), and the run keeps the state anew whole in its own rows (seval_corpus_bm25), the old fields cleared
     params = {"floors": [0.0, 1.0]}
     evaluate(seeded, ks=[1, 3], intervals=False, params=params)
-    seeded.query("UPDATE seval_corpus_doc SET counts = object::from_entries(object::keys(tf).map(|$t| [$t, 1])), tf = NONE; "
+    old = ("counts = object::from_entries(object::keys($b.tf).map(|$t| [$t, 1]))" if kept == "counts"
+           else "length = $b.length, tf = $b.tf, terms = object::keys($b.tf)")
+    seeded.query("FOR $b IN (SELECT * FROM seval_corpus_bm25) { UPDATE type::record('seval_corpus_doc', record::id($b.id)) SET "
+                 + old + " RETURN NONE; }; DELETE seval_corpus_bm25; "
                  "UPDATE seval_candidate_cache SET stats = NONE; "
-                 "UPDATE seval_corpus:seval_article SET state.bm25.key = 'the key of a state kept with counts'")
+                 "UPDATE seval_corpus:seval_article SET state.bm25.key = 'the key of a state kept in the digests rows'")
     load_corpus(seeded, [Article(id="cards", title="", content="card card card card expired change",
                                  embedding=[-1.0, -1.0, -1.0, -1.0])])
     after = evaluate(seeded, ks=[1, 3], intervals=False, params=params)
     assert seeded.value("SELECT VALUE how FROM seval_candidate_cache WHERE list = 'bm25' AND run = $r",
                         {"r": to_record(after.run, "seval_run")}) == ["fetched"] * 8
-    kept = seeded.value("SELECT VALUE [tf, counts] FROM seval_corpus_doc")
-    assert kept and all(tf is not None and counts is None for tf, counts in kept)
-    assert seeded.value("SELECT VALUE tf FROM ONLY seval_corpus_doc:['seval_article', seval_article:cards]") == \
+    assert seeded.value("SELECT VALUE [length, tf, terms, counts] FROM seval_corpus_doc") == [[None] * 4] * 11
+    assert seeded.value("RETURN count(SELECT id FROM seval_corpus_bm25 WHERE corpus = 'seval_article')") == 11
+    assert seeded.value("SELECT VALUE tf FROM ONLY seval_corpus_bm25:['seval_article', seval_article:cards]") == \
         pytest.approx({"card": 1 + math.log(4), "expir": 1.0, "chang": 1.0})
     fresh = evaluate(seeded, ks=[1, 3], fresh=True, keep_lists=False, intervals=False, params=params)
     assert _bm25_scores(seeded, after.run) == _bm25_scores(seeded, fresh.run)
@@ -485,7 +488,7 @@ def test_a_state_kept_again_over_rows_left_from_one_before_keeps_every_row(seede
     evaluate(seeded, ks=[1], intervals=False)
     seeded.query("UPDATE seval_corpus:seval_article SET state = NONE")
     evaluate(seeded, ks=[1], intervals=False)
-    assert seeded.value("RETURN count(SELECT id FROM seval_corpus_doc WHERE corpus = 'seval_article' AND tf != NONE)") == 10
+    assert seeded.value("RETURN count(SELECT id FROM seval_corpus_bm25 WHERE corpus = 'seval_article')") == 10
     state = seeded.value("RETURN type::record('seval_corpus', 'seval_article').state")
     assert state["documents"] == 10 and state["bm25"]["documents"] == 10
 
