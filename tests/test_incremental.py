@@ -481,6 +481,50 @@ def test_a_bm25_state_kept_in_the_digests_rows_is_kept_anew_in_its_own_and_the_r
     assert _bm25_scores(seeded, after.run) == _bm25_scores(seeded, fresh.run)
 
 
+def test_a_bm25_state_an_earlier_release_kept_beside_the_digests_is_moved_at_the_import_and_the_next_run_merges_from_it(seeded):
+    # the same state as a release before seval_corpus_bm25 kept it (each record's length and tf' in its digests' row,
+    # under that release's key): the import that brings the table moves it there, and the run after an ingest brings
+    # its lists up to date from it as a store that never held the old state does (not every BM25 list fetched again),
+    # scoring as a fresh run
+    from surreal_eval import HarnessConfig, import_harness
+    from tests.conftest import fresh_db, seed_own
+
+    params = {"floors": [0.0, 1.0]}
+    cards = Article(id="cards", title="", content="card card card card expired change", embedding=[-1.0, -1.0, -1.0, -1.0])
+
+    def run_after_ingest(db):
+        load_corpus(db, [cards])
+        run = evaluate(db, ks=[1, 3], intervals=False, params=params)
+        return run, db.value("SELECT VALUE how FROM seval_candidate_cache WHERE list = 'bm25' AND run = $r",
+                             {"r": to_record(run.run, "seval_run")})
+
+    other = fresh_db()
+    try:
+        seed_own(other)
+        evaluate(other, ks=[1, 3], intervals=False, params=params)
+        never = run_after_ingest(other)
+    finally:
+        other.close()
+    evaluate(seeded, ks=[1, 3], intervals=False, params=params)
+    held = seeded.value("SELECT * OMIT id FROM seval_corpus_bm25 ORDER BY doc")
+    seeded.query("FOR $b IN (SELECT * FROM seval_corpus_bm25) { UPDATE type::record('seval_corpus_doc', record::id($b.id)) SET "
+                 "length = $b.length, tf = $b.tf RETURN NONE; }; DELETE seval_corpus_bm25; "
+                 "UPDATE seval_corpus:seval_article SET state.bm25.key = fn::seval::bm25_model('seval_article').key_in_digests")
+    seeded.query("UPDATE seval_script:incremental_bm25 SET checksum = 'an earlier release'")
+    assert "incremental_bm25" in import_harness(seeded, HarnessConfig(dimension=4), skip_unchanged=True)
+    assert seeded.value("SELECT * OMIT id FROM seval_corpus_bm25 ORDER BY doc") == held
+    assert seeded.value("SELECT VALUE [length, tf] FROM seval_corpus_doc") == [[None, None]] * 10
+    assert seeded.value("RETURN type::record('seval_corpus', 'seval_article').state.bm25.key = "
+                        "fn::seval::bm25_model('seval_article').key")
+    after, hows = run_after_ingest(seeded)
+    assert (after.retrieval, hows) == (never[0].retrieval, never[1]) and hows.count("fetched") < len(hows) / 2
+    fresh = evaluate(seeded, ks=[1, 3], fresh=True, keep_lists=False, intervals=False, params=params)
+    merged, fetched = _bm25_scores(seeded, after.run), _bm25_scores(seeded, fresh.run)
+    assert {q: [d for d, _ in hits] for q, hits in merged.items()} == {q: [d for d, _ in hits] for q, hits in fetched.items()}
+    assert [s for q in sorted(merged) for _, s in merged[q]] == pytest.approx(
+        [s for q in sorted(fetched) for _, s in fetched[q]], rel=1e-6)
+
+
 def test_a_state_kept_again_over_rows_left_from_one_before_keeps_every_row(seeded):
     # the corpus row's state gone (a hand edit), its record rows left: the next run keeps every record as its state
     # again, over those rows (on mem:// a row deleted and written again in one transaction was lost, and a term row
