@@ -78,6 +78,20 @@ def chat_env(monkeypatch, tmp_path):
     monkeypatch.setenv("SURREAL_EVAL_CACHE_DIR", str(tmp_path / "cache"))
 
 
+def peak_memory_mb(script: str) -> int:
+    """The peak resident memory, in MB, of a Python process of its own running `script` (which may import
+    tests.conftest: it runs from the repository's root); the script failing fails the caller."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    measured = script + "\nimport resource\nprint(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024)\n"
+    done = subprocess.run([sys.executable, "-c", measured], capture_output=True, text=True, timeout=600,
+                          cwd=Path(__file__).resolve().parent.parent)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return int(done.stdout.split()[-1])
+
+
 def fresh_db(dimension: int = 4, **config: int) -> Database:
     db = connect(Settings(url="mem://"))
     import_harness(db, HarnessConfig(dimension=dimension, **config))
