@@ -25,23 +25,18 @@ import shutil
 import statistics
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import watch_scale  # noqa: E402 (benchmarks/ is on the path only from here)
+from cost_floor import timed  # noqa: E402
 
 
-def best_of(db, query: str, times: int = 3) -> float:
-    """The fastest of `times` runs of `query`, in seconds."""
-    best = float("inf")
-    for _ in range(times):
-        started = time.perf_counter()
-        db.query(query)
-        best = min(best, time.perf_counter() - started)
-    return best
+def fastest(db, query: str, times: int = 3) -> tuple[float, object]:
+    """The fastest of `times` runs of `query`, in seconds, and its value."""
+    return min((timed(lambda: db.value(query)) for _ in range(times)), key=lambda run: run[0])
 
 
 def main() -> None:
@@ -75,11 +70,11 @@ def main() -> None:
             since = max(change["versionstamp"] for change in db.value("SHOW CHANGES FOR TABLE seval_article SINCE 0 LIMIT 100000"))
             watch_scale._write(db, rows)
             stamp = int(since) + 1  # an integer read from the engine: the statement takes no parameter
-            show = best_of(db, f"SHOW CHANGES FOR TABLE seval_article SINCE {stamp} LIMIT 1000")
-            changed = sum(len(c["changes"]) for c in db.value(f"SHOW CHANGES FOR TABLE seval_article SINCE {stamp} LIMIT 1000"))
-            every = best_of(db, "RETURN array::len(fn::seval::corpus_rows('seval_article'))")
-            count = best_of(db, "SELECT count() FROM seval_article GROUP ALL")
-            records = db.value("RETURN (SELECT count() FROM seval_article GROUP ALL)[0].count")
+            show, shown = fastest(db, f"SHOW CHANGES FOR TABLE seval_article SINCE {stamp} LIMIT 1000")
+            changed = sum(len(c["changes"]) for c in shown)
+            every, _ = fastest(db, "RETURN array::len(fn::seval::corpus_rows('seval_article'))")
+            count, counted = fastest(db, "SELECT count() FROM seval_article GROUP ALL")
+            records = counted[0]["count"]
         finally:
             db.close()
     finally:

@@ -9,7 +9,7 @@ import pytest
 
 from typer.testing import CliRunner
 
-from surreal_eval import Article
+from surreal_eval import Article, HarnessConfig, Settings, connect, import_harness
 from surreal_eval.analysis.compare import compare_runs
 from surreal_eval.analysis.fell import what_fell, what_fell_after
 from surreal_eval.load.bulk import load_corpus, record_ingest
@@ -20,6 +20,8 @@ from surreal_eval.runs.history import history
 from surreal_eval.runs.record import load_for_comparison
 from surreal_eval.runs.watch import drain_ingests, set_watch
 from surreal_eval.store.record_ids import record_str, to_record
+
+from .conftest import fresh_db, peak_memory_mb, seed_own
 
 #: a document whose embedding is the two-factor question's: the vector retriever ranks it first for that question
 DECOY = Article(id="decoy", title="Security newsletter", content="Our quarterly newsletter", embedding=[0.8, 0.0, 0.0, 0.35])
@@ -156,10 +158,6 @@ def test_what_fell_after_an_ingest_reads_only_the_questions_scored_again_and_fin
 
 
 def test_the_cli_says_what_broke_a_question_after_a_watched_load_and_in_compare(tmp_path):
-    from surreal_eval import HarnessConfig, Settings, connect, import_harness
-
-    from .conftest import seed_own
-
     store = f"surrealkv://{tmp_path / 's'}"
     with connect(Settings(url=store)) as db:
         import_harness(db, HarnessConfig(dimension=4))
@@ -320,8 +318,6 @@ def test_keeping_a_whole_state_of_thousands_of_records_on_mem_takes_memory_in_pr
     # on mem:// an UPSERT that creates a row costs memory in proportion to the rows written before it in the
     # transaction: a whole state of 4,000 records kept that way peaked at 2 GB (20,000 would need about 45); written
     # one UPDATE or CREATE a row, about 120 MB. Measured in a process of its own: its peak is the state's alone
-    from tests.conftest import peak_memory_mb
-
     assert peak_memory_mb(
         "from tests.conftest import fresh_db\n"
         "db = fresh_db()\n"
@@ -359,8 +355,6 @@ def _bm25_scores(db, run: str) -> dict:
 def _floor_crossed_by_the_ingest() -> float:
     """A floor between an entry's BM25 score before the FILLER ingest and after it, chosen where that crossing changes
     the question's hybrid_floor ranking (a throwaway store: fresh runs on each side)."""
-    from tests.conftest import fresh_db, seed_own
-
     db = fresh_db()
     try:
         seed_own(db)
@@ -473,6 +467,13 @@ def test_kept_bm25_statistics_from_before_their_terms_were_sorted_are_read_again
         assert row["scores"] == pytest.approx(then[question]["scores"], rel=1e-6), question
 
 
+def _state_in_digests_rows(db, fields: str) -> None:
+    """The BM25 state as an earlier release kept it: each record's `fields` (SET clauses over its seval_corpus_bm25 row,
+    $b) in its digests' row (seval_corpus_doc), and no seval_corpus_bm25 row."""
+    db.query("FOR $b IN (SELECT * FROM seval_corpus_bm25) { UPDATE type::record('seval_corpus_doc', record::id($b.id)) SET "
+             + fields + " RETURN NONE; }; DELETE seval_corpus_bm25;")
+
+
 @pytest.mark.parametrize("kept", ["counts", "tf"])
 def test_a_bm25_state_kept_in_the_digests_rows_is_kept_anew_in_its_own_and_the_run_after_it_scores_as_a_fresh_one(seeded, kept):
     # a state kept in the digests' rows (seval_corpus_doc) by an earlier release, under its key: with {term: count}
@@ -482,9 +483,8 @@ def test_a_bm25_state_kept_in_the_digests_rows_is_kept_anew_in_its_own_and_the_r
     evaluate(seeded, ks=[1, 3], intervals=False, params=params)
     old = ("counts = object::from_entries(object::keys($b.tf).map(|$t| [$t, 1]))" if kept == "counts"
            else "length = $b.length, tf = $b.tf, terms = object::keys($b.tf)")
-    seeded.query("FOR $b IN (SELECT * FROM seval_corpus_bm25) { UPDATE type::record('seval_corpus_doc', record::id($b.id)) SET "
-                 + old + " RETURN NONE; }; DELETE seval_corpus_bm25; "
-                 "UPDATE seval_candidate_cache SET stats = NONE; "
+    _state_in_digests_rows(seeded, old)
+    seeded.query("UPDATE seval_candidate_cache SET stats = NONE; "
                  "UPDATE seval_corpus:seval_article SET state.bm25.key = 'the key of a state kept in the digests rows'")
     load_corpus(seeded, [Article(id="cards", title="", content="card card card card expired change",
                                  embedding=[-1.0, -1.0, -1.0, -1.0])])
@@ -504,9 +504,6 @@ def test_a_bm25_state_an_earlier_release_kept_beside_the_digests_is_moved_at_the
     # under that release's key): the import that brings the table moves it there, and the run after an ingest brings
     # its lists up to date from it as a store that never held the old state does (not every BM25 list fetched again),
     # scoring as a fresh run
-    from surreal_eval import HarnessConfig, import_harness
-    from tests.conftest import fresh_db, seed_own
-
     params = {"floors": [0.0, 1.0]}
     cards = Article(id="cards", title="", content="card card card card expired change", embedding=[-1.0, -1.0, -1.0, -1.0])
 
@@ -525,9 +522,8 @@ def test_a_bm25_state_an_earlier_release_kept_beside_the_digests_is_moved_at_the
         other.close()
     evaluate(seeded, ks=[1, 3], intervals=False, params=params)
     held = seeded.value("SELECT * OMIT id FROM seval_corpus_bm25 ORDER BY doc")
-    seeded.query("FOR $b IN (SELECT * FROM seval_corpus_bm25) { UPDATE type::record('seval_corpus_doc', record::id($b.id)) SET "
-                 "length = $b.length, tf = $b.tf RETURN NONE; }; DELETE seval_corpus_bm25; "
-                 "UPDATE seval_corpus:seval_article SET state.bm25.key = fn::seval::bm25_model('seval_article').key_in_digests")
+    _state_in_digests_rows(seeded, "length = $b.length, tf = $b.tf")
+    seeded.query("UPDATE seval_corpus:seval_article SET state.bm25.key = fn::seval::bm25_model('seval_article').key_in_digests")
     seeded.query("UPDATE seval_script:incremental_bm25 SET checksum = 'an earlier release'")
     assert "incremental_bm25" in import_harness(seeded, HarnessConfig(dimension=4), skip_unchanged=True)
     assert seeded.value("SELECT * OMIT id FROM seval_corpus_bm25 ORDER BY doc") == held

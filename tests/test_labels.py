@@ -14,7 +14,7 @@ from surreal_eval.golden.labels import add_label, golden_history, stale_labels
 from surreal_eval.present.cli import app
 from surreal_eval.store.record_ids import to_record
 
-from .conftest import as_evaluator, assert_cli_refuses_the_evaluator, demo_tables, evaluator_store, snapshot
+from .conftest import as_evaluator, assert_cli_refuses_the_evaluator, demo_tables, evaluator_store, peak_memory_mb, snapshot
 
 runner = CliRunner()
 
@@ -154,8 +154,6 @@ def test_seeing_thousands_of_labels_on_mem_takes_memory_in_proportion_to_them():
     # the first run of a golden set keeps a provenance row for each of its judgments; on mem:// an UPSERT that creates a
     # row costs memory in proportion to the rows written before it: 3,000 judgments (CISI has 3,114) peaked at 2.2 GB,
     # created one by one at about 160 MB. Measured in a process of its own: its peak is the labels' alone
-    from tests.conftest import peak_memory_mb
-
     assert peak_memory_mb(
         "from tests.conftest import fresh_db\n"
         "db = fresh_db()\n"
