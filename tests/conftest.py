@@ -87,7 +87,9 @@ def peak_memory_mb(script: str) -> int:
 
     # the process's own high-water mark (VmHWM), not ru_maxrss: that keeps the peak of the process it was forked from
     # across the exec (a child of the suite's pytest read its 2 GB)
-    measured = script + "\nprint([int(x.split()[1]) for x in open('/proc/self/status') if x.startswith('VmHWM:')][0] // 1024)\n"
+    # (and it leaves by os._exit once it has printed: the embedded engine may abort at interpreter exit, docs/exit-codes.md)
+    measured = script + ("\nprint([int(x.split()[1]) for x in open('/proc/self/status') if x.startswith('VmHWM:')][0] // 1024, flush=True)"
+                         "\nimport os\nos._exit(0)\n")
     done = subprocess.run([sys.executable, "-c", measured], capture_output=True, text=True, timeout=600,
                           cwd=Path(__file__).resolve().parent.parent)
     assert done.returncode == 0, done.stderr[-2000:]
