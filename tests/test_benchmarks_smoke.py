@@ -191,3 +191,6 @@ def test_the_ingest_certificate_keeps_a_top_k_only_where_no_record_can_overtake(
     assert not _certified(db, [10, 11, 12], after_docs=120, df=two, truncated=True)  # 12 tokens score only 4% below 11
     assert _certified(db, [10, 11, 20], after_docs=120, df=two, truncated=True)  # 20 tokens score 26% below 11
     assert _certified(db, [10, 60, 200], after_docs=120, df=two)
+    # entries below the top and the entry after it that the factor could lift past the k-th (13 tokens score 7% below 11)
+    # are scored exactly too, and stay below it: certain (before, refused at the bound on the entry after 12)
+    assert _certified(db, [10, 11, 12, 13], after_docs=120, df=two) and _certified(db, [10, 11, 13, 14, 15], after_docs=120, df=two)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -48,7 +49,7 @@ def _begin(move: Move, position: int, dimension: int, described: dict[str, Any])
     if not move.corpus:
         return opening
     indexes = described.get(move.target, {}).get("indexes", {})
-    statements = [opening, corpus_template("corpus", move.target, dimension)]
+    statements = [opening, _without_held_indexes(corpus_template("corpus", move.target, dimension), indexes)]
     if not move.keep_graph:
         statements.append(statement("REMOVE INDEX IF EXISTS {{vectors}} ON {{corpus}};", corpus=move.target,
                                     vectors=f"{move.target}_embedding"))
@@ -67,6 +68,17 @@ def _finish(move: Move) -> str:
         return statement("UPDATE type::record('seval_ingest_journal', '{{target}}') SET state = 'indexing' RETURN NONE;",
                     target=move.target)
     return statement("DELETE type::record('seval_ingest_journal', '{{target}}');", target=move.target)
+
+
+def _without_held_indexes(template: str, indexes: dict[str, str]) -> str:
+    """`template` (surql/corpus.surql rendered) without each DEFINE INDEX the table already holds as it is
+    (`indexes`: INFO FOR TABLE's): defined again with OVERWRITE, an index is built again over every record (the doc
+    index of CISI's 1,460 articles: 87 ms of each load, however few rows it moves)."""
+    def kept(match: re.Match[str]) -> str:
+        held = " ".join(indexes.get(match.group(1), "").split())
+        return "" if held == " ".join(f"DEFINE INDEX {match.group(1)} {match.group(2)}".split()) else match.group(0)
+
+    return re.sub(r"^DEFINE INDEX OVERWRITE (\w+) (ON [^;]*);[ \t]*$", kept, template, flags=re.MULTILINE)
 
 
 def move_all(load: Load, moves: list[Move]) -> None:
@@ -109,7 +121,8 @@ def move_all(load: Load, moves: list[Move]) -> None:
                 db.flush_if_full()
         db.atomic(finish)
     load.moved.update({m.target: len(k) for m, k in zip(moves, keys)})  # in place now, whatever follows
-    remove_staging(db)
+    # the staging and undo tables as read before the move (this load's and any a killed one left), with the undo tables it defined
+    remove_staging(db, [*tables, *(m.undo for m in moves)])
     for move in moves:
         if move.corpus and not move.keep_graph:
             _build_indexes(load, move.target)

@@ -12,12 +12,15 @@ import asyncio
 import json
 import logging
 from dataclasses import dataclass, field
-from typing import Any
-
-import httpx
-from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt, wait_exponential
+from typing import TYPE_CHECKING, Any
 
 from ..errors import EndpointFailed
+
+if TYPE_CHECKING:
+    import httpx
+
+# httpx and tenacity are imported where a call is made, not with this module: every evaluation imports it (through
+# endpoints.py), and most call no service (httpx alone is about 30 ms of a process's start)
 
 __all__ = ["Service", "Call", "call_all"]
 
@@ -52,11 +55,15 @@ class _Transient(Exception):
 
 
 def _where(url: str) -> str:
+    import httpx
+
     parsed = httpx.URL(url)
     return f"{parsed.scheme}://{parsed.netloc.decode('ascii', 'replace')}{parsed.path}"
 
 
 async def _once(client: httpx.AsyncClient, service: Service, call: Call) -> Any:
+    import httpx
+
     try:
         response = await client.request(call.method, call.url, params=call.params or None,
                                         json=call.body if call.method == "POST" else None)
@@ -76,6 +83,8 @@ async def _once(client: httpx.AsyncClient, service: Service, call: Call) -> Any:
 
 
 async def _with_retries(client: httpx.AsyncClient, gate: asyncio.Semaphore, service: Service, call: Call) -> Any:
+    from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt, wait_exponential
+
     attempts = service.retries + 1
     retrying = AsyncRetrying(retry=retry_if_exception_type(_Transient), stop=stop_after_attempt(attempts),
                              wait=wait_exponential(multiplier=0.05, max=service.max_wait), reraise=True)
@@ -90,6 +99,8 @@ async def _with_retries(client: httpx.AsyncClient, gate: asyncio.Semaphore, serv
 
 
 async def _all(service: Service, calls: list[Call]) -> list[Any]:
+    import httpx
+
     gate = asyncio.Semaphore(service.concurrency)
     async with httpx.AsyncClient(timeout=httpx.Timeout(service.timeout), follow_redirects=False) as client:
         tasks = [asyncio.ensure_future(_with_retries(client, gate, service, c)) for c in calls]

@@ -64,7 +64,7 @@ def plain_ids(value: Any) -> Any:
 
 def load_run(
     db: Database, run: str | RecordID, *, per_question: bool = False, intervals: bool = True,
-    questions: list[RecordID] | None = None, scores_only: bool = False,
+    questions: list[RecordID] | None = None, scores_only: bool = False, results: list[dict] | None = None,
 ) -> RunReport:
     """The report of a finished run: `seval_run:xyz`, `xyz`, or any name resolve_run takes (`latest`,
     `previous`), as every command that takes a run.
@@ -72,22 +72,25 @@ def load_run(
     With `intervals` (the default) every mean carries its 95% bootstrap interval over questions
     and its resolution, computed from the run's per-question results. With `questions`, the per-question
     results are those of these questions only (the means stay the run's); with `scores_only`, without the ranked
-    and relevant records (left empty), for a caller that compares scores only.
+    and relevant records (left empty), for a caller that compares scores only; `results`: what
+    fn::seval::run_results gives for them, when the caller read it already.
     """
     run_id = run if isinstance(run, RecordID) else resolve_run(db, run)
     row = db.value("RETURN fn::seval::finished_run($run)", {"run": run_id})
     if not row:
         raise NotFound(f"no finished run {record_str(run_id)}: `surreal-eval runs list` lists the runs")
     report = report_from_row(db, run_id, row, per_question=per_question, intervals=intervals, questions=questions,
-                             scores_only=scores_only)
+                             scores_only=scores_only, results=results)
     report.tags = db.value("RETURN fn::seval::run_tags($run)", {"run": run_id})
     return report
 
 
 def report_from_row(db: Database, run_id: RecordID, row: dict, *, per_question: bool, intervals: bool,
-                    questions: list[RecordID] | None = None, scores_only: bool = False) -> RunReport:
+                    questions: list[RecordID] | None = None, scores_only: bool = False,
+                    results: list[dict] | None = None) -> RunReport:
     """The report of run `run_id` whose seval_run row (means computed) is `row`, from its rankings (the per-question
-    results of `questions` only, when given; without their ranked and relevant records with `scores_only`)."""
+    results of `questions` only, when given; without their ranked and relevant records with `scores_only`; `results`:
+    fn::seval::run_results of them, when read already)."""
     order = run_order(row["retrievers"])
     names = run_metrics(row)
     fields = run_fields(row)
@@ -102,8 +105,8 @@ def report_from_row(db: Database, run_id: RecordID, row: dict, *, per_question: 
         ann=_ann_rows(db, run_id, row.get("ann") or [], intervals=intervals),
     )
     if per_question:
-        rows = db.value("RETURN fn::seval::run_results($run, $questions, $scores_only)",
-                        {"run": run_id, "questions": questions, "scores_only": scores_only})
+        rows = list(results) if results is not None else db.value("RETURN fn::seval::run_results($run, $questions, $scores_only)",
+                                                                   {"run": run_id, "questions": questions, "scores_only": scores_only})
         rows.sort(key=lambda r: (record_str(r["question"]), order(r)))
         report.per_question = [
             QuestionResult(
