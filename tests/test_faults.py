@@ -244,6 +244,25 @@ def test_finishing_a_run_with_unscored_questions_is_refused(seeded):
     assert history(seeded) == []
 
 
+def test_a_run_finished_from_its_means_read_in_parts_records_what_one_read_gives_and_refuses_parts_missing(seeded):
+    # runs/evaluate.py reads a run's means a ranking at a time, the rankings in parts side by side, and finishes the run
+    # with them (fn::seval::finish_run_with): the same means as one read, and only from every ranking, each once
+    started = seeded.value("RETURN fn::seval::start_run([1, 3], ['bm25', 'vector', 'hybrid_floor'], {}, 'parts')")
+    run = started["run"]
+    seeded.value("RETURN fn::seval::evaluate_questions($r, $ids)", {"r": run, "ids": started["questions"]})
+    whole = seeded.value("RETURN fn::seval::run_summary($r)", {"r": run})
+    configs = seeded.value("RETURN fn::seval::summary_configs($r)", {"r": run})
+    assert configs[0] == ["bm25", None] and ["vector", None] in configs and sum(c[0] == "floor_sweep" for c in configs) > 1
+    parts = [seeded.value("RETURN fn::seval::summary_groups($r, $c)", {"r": run, "c": part}) for part in (configs[1::2], configs[::2])]
+    for groups in (parts[0], parts[0] + parts[1] + parts[1][:1]):
+        with pytest.raises(Exception, match="taken from every ranking it makes, each once"):
+            seeded.value("RETURN fn::seval::finish_run_with($r, $g)", {"r": run, "g": groups})
+    assert history(seeded) == []
+    seeded.value("RETURN fn::seval::finish_run_with($r, $g)", {"r": run, "g": parts[0] + parts[1]})
+    row = seeded.value("SELECT means, sweep FROM ONLY $r", {"r": run})
+    assert (row["means"], row["sweep"]) == (whole["means"], whole["sweep"]) and len(row["means"]) == 6 and len(history(seeded)) == 1
+
+
 def test_after_a_failing_statement_no_further_statement_of_a_batch_starts(db):
     """query_many (the evaluation's batches): a failure stops the rest, it does not run them all."""
     db.query("DEFINE TABLE marker SCHEMALESS")

@@ -29,7 +29,7 @@ from ..models import RunReport
 from ..store.connection import Database, record_str
 from ..store.record_ids import to_record
 from ..store.registry import registry
-from .overlap import rankings
+from .overlap import rankings_of
 
 __all__ = ["Culprit", "Entered", "InputList", "Pushed", "culprits"]
 
@@ -128,7 +128,7 @@ def culprits(db: Database, a: RunReport, b: RunReport, rows: Sequence[Any]) -> l
     inputs = _inputs(db, names, set(a.retrievers) & set(b.retrievers))
     read = sorted(set(names) | {name for lists in inputs.values() for name in lists})
     questions = sorted({key[1] for key in broken})
-    ranked_a, ranked_b = rankings(db, a.run, read, questions), rankings(db, b.run, read, questions)
+    ranked_a, ranked_b = rankings_of(db, [a.run, b.run], read, questions)
     relevant = _relevant(db, b.run, questions)
     origins = _origins(db, a, b)
     found = []

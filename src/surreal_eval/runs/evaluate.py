@@ -163,7 +163,7 @@ def evaluate(
                 db.value("RETURN fn::seval::discard_run($run)", {"run": run})
                 report = report.model_copy(update={"recorded": False})
                 return with_source_means(db, report) if intervals else report
-            db.value("RETURN fn::seval::finish_run($run)", {"run": run})
+            _finish(db, run, concurrency)
             if tag is not None:
                 tag_run(db, run, tag, by=who())
         except BaseException:
@@ -197,6 +197,16 @@ def _batched(db: Database, calls: list[tuple[str, dict[str, Any]]], concurrency:
         values += [result[-1] if result else None for result in done]
         db.flush_if_full()
     return values
+
+
+def _finish(db: Database, run: Any, concurrency: int | None) -> None:
+    """Finish `run` (fn::seval::finish_run) with its means read a ranking at a time, the rankings in `concurrency`
+    parts side by side (fn::seval::summary_groups): the rest of the finish runs on one core."""
+    configs = db.value("RETURN fn::seval::summary_configs($run)", {"run": run})
+    parts = [configs[i :: concurrency or CONCURRENCY] for i in range(concurrency or CONCURRENCY)]
+    read = db.query_many([("RETURN fn::seval::summary_groups($run, $configs)", {"run": run, "configs": part}) for part in parts if part],
+                         concurrency=concurrency or CONCURRENCY)
+    db.value("RETURN fn::seval::finish_run_with($run, $groups)", {"run": run, "groups": [g for done in read for g in done[-1]]})
 
 
 def _interrupted(db: Database, run: Any) -> str:
