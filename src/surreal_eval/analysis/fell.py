@@ -6,7 +6,7 @@ from __future__ import annotations
 from pydantic import BaseModel
 
 from ..models import RunReport
-from ..runs.record import load_run, resolve_run
+from ..runs.record import load_run, resolve_run, results_of
 from ..store.connection import Database
 from .compare import TOLERANCE, QuestionDelta, metric_specs, paired_scores, report_index
 
@@ -52,9 +52,7 @@ def what_fell_after(db: Database, base: str, run: str) -> tuple[list[Fell], RunR
     holding those questions' scores (what `blame.culprits` reads: it reads the rankings itself)."""
     base_id, run_id = resolve_run(db, base), resolve_run(db, run)
     questions = db.value("RETURN fn::seval::rescored_questions($run)", {"run": run_id})
-    # the two runs' results read side by side (the engine reads each on a core of its own)
-    read = [done[-1] for done in db.query_many([("RETURN fn::seval::run_results($run, $questions, true)", {"run": r, "questions": questions})
-                                                for r in (base_id, run_id)], concurrency=2)]
+    read = results_of(db, [base_id, run_id], questions, scores_only=True)
     before = load_run(db, base_id, per_question=True, intervals=False, questions=questions, scores_only=True, results=read[0])
     after = load_run(db, run_id, per_question=True, intervals=False, questions=questions, scores_only=True, results=read[1])
     return what_fell(before, after, run_means=True), before, after

@@ -18,7 +18,7 @@ from ..store.run_refs import TAG_PATTERN, resolve_run
 if TYPE_CHECKING:
     import numpy as np
 
-__all__ = ["run_fields", "run_order", "run_metrics", "ordered", "resolve_run", "run_before", "load_run", "load_for_comparison",
+__all__ = ["run_fields", "run_order", "run_metrics", "ordered", "resolve_run", "run_before", "load_run", "results_of", "load_for_comparison",
            "report_from_row", "TAG_PATTERN"]
 
 def run_order(retrievers: list[str]):
@@ -105,8 +105,7 @@ def report_from_row(db: Database, run_id: RecordID, row: dict, *, per_question: 
         ann=_ann_rows(db, run_id, row.get("ann") or [], intervals=intervals),
     )
     if per_question:
-        rows = list(results) if results is not None else db.value("RETURN fn::seval::run_results($run, $questions, $scores_only)",
-                                                                   {"run": run_id, "questions": questions, "scores_only": scores_only})
+        rows = list(results) if results is not None else db.value(*_results_call(run_id, questions, scores_only))
         rows.sort(key=lambda r: (record_str(r["question"]), order(r)))
         report.per_question = [
             QuestionResult(
@@ -121,6 +120,17 @@ def report_from_row(db: Database, run_id: RecordID, row: dict, *, per_question: 
             for r in rows
         ]
     return report
+
+
+def results_of(db: Database, runs: list[RecordID], questions: list[RecordID] | None, *, scores_only: bool = False) -> list[list[dict]]:
+    """fn::seval::run_results of each run of `runs` (what `load_run` takes as `results`), read side by side (the engine
+    reads each on a core of its own)."""
+    return [done[-1] for done in db.query_many([_results_call(run, questions, scores_only) for run in runs], concurrency=len(runs))]
+
+
+def _results_call(run_id: RecordID, questions: list[RecordID] | None, scores_only: bool) -> tuple[str, dict[str, Any]]:
+    return ("RETURN fn::seval::run_results($run, $questions, $scores_only)",
+            {"run": run_id, "questions": questions, "scores_only": scores_only})
 
 
 def _ann_rows(db: Database, run_id: RecordID, means: list[dict], *, intervals: bool) -> list[AnnRow]:
