@@ -105,8 +105,13 @@ def test_ten_ingests_on_cisi_give_the_lists_a_fresh_run_gives(tmp_path):
             merged, fetched, certified = done.retrieval["merged"], done.retrieval["fetched"], done.retrieval["certified"]
             bm25 = {how: db.value("RETURN count(SELECT id FROM seval_candidate_cache WHERE run = $r AND list = 'bm25' AND how = $how)",
                                   {"r": to_record(done.run, "seval_run"), "how": how}) for how in ("merged", "certified")}
+            # of them, the lists whose top this run ranked from their certificate's exact scores, not merged
+            # (surql/certificate.surql: re-ranked), and those certified against a top an earlier run re-ranked
+            ranked = {how: db.value("RETURN count(SELECT id FROM seval_candidate_cache WHERE run = $r AND list = 'bm25' AND how = $how "
+                                    "AND ranked != NONE)", {"r": to_record(done.run, "seval_run"), "how": how}) for how in ("merged", "certified")}
             figures.append({"ingest": step, "lists": len(mine), "differ": len(differ), "vector_fresh_not_exact": len(own),
                             "vector_missed_at_fetch": len(inherited), "merged": merged, "bm25_merged": bm25["merged"], "bm25_certified": bm25["certified"],
+                            "bm25_reranked": ranked["merged"], "bm25_certified_as_reranked": ranked["certified"],
                             "certified": certified, "fetched": fetched, "rescored": done.retrieval["rescored"]})
             # every list brought up to date, fetched again, or certified to keep its top (surql/certificate.surql)
             assert merged > 0 and merged + fetched + certified == 2 * 76
@@ -114,5 +119,7 @@ def test_ten_ingests_on_cisi_give_the_lists_a_fresh_run_gives(tmp_path):
         # BM25 lists rescored at the new statistics (surql/incremental_bm25.surql) or certified to keep their top
         # (surql/certificate.surql) rather than asked again, in most runs
         assert sum(f["bm25_merged"] + f["bm25_certified"] for f in figures) > 76 * 10 // 2, figures
+        # tops re-ranked, and certified later against the order they were re-ranked in, each equal to a fresh run's
+        assert sum(f["bm25_reranked"] for f in figures) > 0 and sum(f["bm25_certified_as_reranked"] for f in figures) > 0, figures
     finally:
         db.close()

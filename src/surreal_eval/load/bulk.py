@@ -129,7 +129,8 @@ def _not_another_table(db: Database, table: str, tables: list[str]) -> None:
 def run_load(load: Load, body: Callable[[], Any]) -> Any:
     """Run a load after putting right what an earlier one left unfinished; on any failure undo what
     it moved and remove its staging tables (the database is then as it was)."""
-    recover_loads(load.db, stale_after=None if load.db.settings.is_embedded else STALE_LOAD, tables=load.tables)
+    if recover_loads(load.db, stale_after=None if load.db.settings.is_embedded else STALE_LOAD, tables=load.tables):
+        load.tables = None  # a table put right may be gone: read again where it is needed
     with on_interrupt(load.interrupted):
         try:
             return body()

@@ -98,7 +98,10 @@ def move_all(load: Load, moves: list[Move]) -> None:
     """
     db = load.db
     keys = [db.value("SELECT VALUE record::id(id) FROM type::table($t)", {"t": m.staging}) for m in moves]
-    tables = db.value("INFO FOR DB")["tables"]
+    # the tables as the load found them when nothing since can have defined or removed one: on an embedded store (one
+    # process holds it), no harness imported by the load, no unfinished load put right (INFO FOR DB: about 20 ms)
+    fresh = load.tables is None or load.harness_imported is not None or not db.settings.is_embedded
+    tables = db.value("INFO FOR DB")["tables"] if fresh else load.tables
     described = {m.target: db.value(statement("INFO FOR TABLE {{t}}", t=m.target)) for m in moves if m.target in tables}
     moves = [replace(m, keep_graph=_keeps_graph(db, m, len(k), described)) for m, k in zip(moves, keys)]
     dimension = load.dimension or 0
@@ -126,8 +129,8 @@ def move_all(load: Load, moves: list[Move]) -> None:
                 db.flush_if_full()
         db.atomic(finish)
     load.moved.update({m.target: len(k) for m, k in zip(moves, keys)})  # in place now, whatever follows
-    # the staging and undo tables as read before the move (this load's and any a killed one left), with the undo tables it defined
-    remove_staging(db, [*tables, *(m.undo for m in moves)])
+    # the staging and undo tables as read (any a killed load left), with this load's staging and undo tables
+    remove_staging(db, list(dict.fromkeys([*tables, *(m.staging for m in moves), *(m.undo for m in moves)])))
     for move in moves:
         if move.corpus and not move.keep_graph:
             _build_indexes(load, move.target)
