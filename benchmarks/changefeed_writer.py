@@ -12,8 +12,12 @@ transaction's writes and deletions under one versionstamp. This measures, on the
            `; CREATE seval_ingest ...; COMMIT`), with the table's change feed on and off, alternating --rounds times
            each (`ALTER TABLE ... CHANGEFEED 7d` / `DROP CHANGEFEED` between them): the ratio of the medians, against
            the issue's goal for the writer, 1.05
-  read     what finding the changes costs: every record read as the run after an unnamed ingest reads them
+  read     what finding the changes costs: every record read as a run reads them when it cannot do better
            (fn::seval::corpus_rows), a key-only count of them, and `SHOW CHANGES` of the last ingest
+  written  what the harness does instead (surql/corpus.surql): each record's written_at, set by the engine on every
+           write, with an index on it. The writer's commit with the field and index defined and removed,
+           alternating --rounds times each as above; and the run's read of the records written since its state was
+           read (fn::seval::rows_written_since) against every record's
 
 The store is a temporary copy; nothing else is touched.
 """
@@ -47,10 +51,11 @@ def main() -> None:
     args = parser.parse_args()
 
     from surreal_eval import HarnessConfig, Settings, connect, import_harness
+    from surreal_eval.golden.files import load_golden
     from surreal_eval.load.bulk import load_corpus
 
     make = watch_scale.cisi_set if args.dataset == "cisi" else watch_scale.debian_set
-    docs, _, batches, embeddings = make(1, args.documents)
+    docs, questions, batches, embeddings = make(1, args.documents)
     batches = (batches * (2 * args.rounds // max(len(batches), 1) + 2))[: 2 * args.rounds + 1]
     folder = Path(tempfile.mkdtemp(prefix="changefeed_writer_"))
     try:
@@ -58,6 +63,7 @@ def main() -> None:
         try:
             import_harness(db, HarnessConfig(dimension=len(docs[0].embedding)))
             load_corpus(db, docs)
+            load_golden(db, questions)  # one question: the run that keeps the corpus's state (written)
             times: dict[bool, list[float]] = {True: [], False: []}
             for n, rows in enumerate(batches[:-1]):
                 on = n % 2 == 0
@@ -75,6 +81,8 @@ def main() -> None:
             every, _ = fastest(db, "RETURN array::len(fn::seval::corpus_rows('seval_article'))")
             count, counted = fastest(db, "SELECT count() FROM seval_article GROUP ALL")
             records = counted[0]["count"]
+            db.query("ALTER TABLE seval_article DROP CHANGEFEED")
+            written = _written_at(db, batches, args.rounds)
         finally:
             db.close()
     finally:
@@ -84,6 +92,35 @@ def main() -> None:
     print(f"commit   change feed on {on * 1000:.1f} ms, off {off * 1000:.1f} ms (medians): on / off = {on / off:.3f} (goal <= 1.05)")
     print(f"read     every record (fn::seval::corpus_rows) {every:.3f} s; count (key-only) {count * 1000:.1f} ms; "
           f"SHOW CHANGES of the last ingest ({changed} changes) {show * 1000:.1f} ms")
+    on, off = statistics.median(written["on"]), statistics.median(written["off"])
+    print(f"written  commit with written_at and its index {on * 1000:.1f} ms, without {off * 1000:.1f} ms (medians): "
+          f"with / without = {on / off:.3f} (goal <= 1.05); the records written since the state's read "
+          f"({written['found']} of {records}) {written['since']:.3f} s against every record {every:.3f} s")
+
+
+#: written_at as surql/corpus.surql defines it, and without it
+WRITTEN_ON = ("DEFINE FIELD OVERWRITE written_at ON seval_article VALUE time::now(); "
+              "DEFINE INDEX OVERWRITE seval_article_written ON seval_article FIELDS written_at;")
+WRITTEN_OFF = "REMOVE INDEX IF EXISTS seval_article_written ON seval_article; REMOVE FIELD IF EXISTS written_at ON seval_article;"
+
+
+def _written_at(db, batches: list[list[dict]], rounds: int) -> dict:
+    """The application's commits with written_at defined and removed, alternating (`rounds` each); then, with it
+    defined and the state read before the last batch, fn::seval::rows_written_since's time and how many it read."""
+    times: dict[str, list[float]] = {"on": [], "off": []}
+    for n, rows in enumerate(batches[: 2 * rounds]):
+        on = n % 2 == 0
+        db.query(WRITTEN_ON if on else WRITTEN_OFF)
+        rows = [{**row, "id": f"wa{n}_{row['id']}"} for row in rows]
+        times["on" if on else "off"].append(watch_scale._write(db, rows))
+    db.query(WRITTEN_ON)
+    # a state read now, with no margin: the next read finds only the last batch
+    from surreal_eval.runs.evaluate import evaluate
+    evaluate(db, ks=[1], retrievers=["bm25"])
+    db.query("DEFINE FUNCTION OVERWRITE fn::seval::write_margin() -> duration { RETURN 0s; }")
+    watch_scale._write(db, [{**row, "id": f"wa_last_{row['id']}"} for row in batches[-1]])
+    since, found = fastest(db, "RETURN fn::seval::rows_written_since('seval_article').written")
+    return {**times, "since": since, "found": found}
 
 
 if __name__ == "__main__":

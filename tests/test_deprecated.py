@@ -51,7 +51,7 @@ def rows(url: str, table: str) -> list | None:
     with connect(Settings(url=url)) as db:
         if table not in db.value("RETURN (INFO FOR DB).tables"):
             return None
-        return db.value(f"SELECT * OMIT created_at, at FROM {table} ORDER BY id")
+        return db.value(f"SELECT * OMIT created_at, at, written_at FROM {table} ORDER BY id")
 
 
 # old spelling -> (setup commands, the old command line, the new command line, what to compare: stdout, or a table, or runs)

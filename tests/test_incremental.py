@@ -296,6 +296,81 @@ def test_a_write_no_ingest_names_is_found_by_the_next_run_that_reads_every_recor
     assert [record_str(x) for x in after.since["ids"]["changed"]] == ["seval_article:track_order"]
 
 
+def _margin(db, duration: str) -> None:
+    """fn::seval::write_margin() made `duration`: the tests' writes are seconds apart, not the margin's ten minutes."""
+    db.query(f"DEFINE FUNCTION OVERWRITE fn::seval::write_margin() -> duration {{ RETURN {duration}; }}")
+
+
+def _app_write(db, statements: str, documents: int, params: dict | None = None) -> None:
+    """The application's own transaction: its writes and an ingest row that names none of its records."""
+    db.query(f"BEGIN; {statements} CREATE seval_ingest CONTENT {{ corpus: 'seval_article', documents: {documents} }} RETURN NONE; COMMIT;",
+             params or {})
+
+
+def test_a_run_after_an_ingest_naming_nothing_reads_the_records_written_since_the_state_was_read_and_finds_the_same(seeded):
+    set_watch(seeded, ks=[1, 3])
+    evaluate(seeded, ks=[1, 3])  # the state: the corpus as this run read it
+    _margin(seeded, "0s")
+    _app_write(seeded, "INSERT INTO seval_article [$decoy] RETURN NONE; UPDATE seval_article:track_order SET content = 'Where is my parcel?' "
+                       "RETURN NONE;", 2, {"decoy": DECOY.model_dump()})
+    (done,) = drain_ingests(seeded).evaluated
+    # it read the two records written since, through the table's written_at index, not all eleven
+    assert done.error is None and done.since["written"] == 2 and "named" not in done.since
+    assert [done.since[k] for k in ("added", "text_changed", "embedding_changed", "removed")] == [1, 1, 0, 0]
+    assert [record_str(x) for x in done.since["ids"]["changed"]] == ["seval_article:track_order"]
+    after = seeded.value("SELECT VALUE corpus.fingerprint FROM ONLY $r", {"r": to_record(done.run, "seval_run")})
+    assert after == seeded.value("RETURN fn::seval::corpus_fingerprint('seval_article').fingerprint")
+    fresh = evaluate(seeded, ks=[1, 3], fresh=True, keep_lists=False, params={"floors": done_params(seeded, done.run)})
+    assert rankings(seeded, done.run) == rankings(seeded, fresh.run)
+    # within the margin (ten minutes), every record written as long before the state's read is read again
+    _margin(seeded, "10m")
+    _app_write(seeded, "UPDATE seval_article:track_order SET content = 'Where is my order?' RETURN NONE;", 1)
+    (done,) = drain_ingests(seeded).evaluated
+    assert done.since["written"] == 11 and done.since["text_changed"] == 1
+
+
+def test_a_removal_no_ingest_names_makes_the_run_read_every_record(seeded):
+    set_watch(seeded, ks=[1, 3])
+    evaluate(seeded, ks=[1, 3])
+    _margin(seeded, "0s")
+    # a record removed leaves none to read: the count of records tells, and every record is read
+    _app_write(seeded, "DELETE seval_article:contact_support; INSERT INTO seval_article [$decoy] RETURN NONE;", 1,
+               {"decoy": DECOY.model_dump()})
+    (done,) = drain_ingests(seeded).evaluated
+    assert done.error is None and "written" not in done.since and "named" not in done.since
+    assert [done.since[k] for k in ("added", "removed")] == [1, 1]
+
+
+def test_a_table_that_carried_no_written_at_when_its_state_was_read_has_every_record_read(seeded):
+    set_watch(seeded, ks=[1, 3])
+    evaluate(seeded, ks=[1, 3])
+    _margin(seeded, "0s")
+    # a table of an older version, given written_at after its state was read: a record written before the field
+    # existed carries none, so no index finds it
+    seeded.query("UPDATE seval_corpus:seval_article SET written_since = time::now()")
+    _app_write(seeded, "INSERT INTO seval_article [$decoy] RETURN NONE;", 1, {"decoy": DECOY.model_dump()})
+    (done,) = drain_ingests(seeded).evaluated
+    assert "written" not in done.since and done.since["added"] == 1
+    # its finish read the corpus again: from then on, the records written since are read
+    _app_write(seeded, "UPDATE seval_article:track_order SET content = 'Where is my parcel?' RETURN NONE;", 1)
+    (done,) = drain_ingests(seeded).evaluated
+    assert done.since["written"] == 1 and done.since["text_changed"] == 1
+
+
+def test_a_new_corpus_table_carries_written_at_from_its_first_record_and_an_older_one_from_its_upgrade(db):
+    assert db.value("SELECT VALUE written_since FROM ONLY seval_corpus:seval_article").year == 1970  # empty when defined
+    load_corpus(db, [DECOY])
+    written = db.value("SELECT VALUE written_at FROM ONLY seval_article:decoy")
+    assert written is not None
+    # a writer cannot set it: a time given is ignored, the engine's clock is kept
+    db.query("UPDATE seval_article:decoy SET written_at = d'2000-01-01T00:00:00Z', content = 'Our newsletter'")
+    assert db.value("SELECT VALUE written_at FROM ONLY seval_article:decoy") > written
+    # a table holding records when the field is first defined: every record written since then carries it
+    db.query("UPDATE seval_corpus:seval_article SET written_since = NONE")
+    load_corpus(db, [Article(id="second", title="Second", content="Another", embedding=[0.1, 0.2, 0.3, 0.4])])
+    assert db.value("SELECT VALUE written_since FROM ONLY seval_corpus:seval_article").year > 1970
+
+
 def test_the_rows_after_named_ingests_of_a_state_larger_than_concat_can_hold_are_read(seeded):
     # 20,000 state rows, as many as Debian's: concat's output is capped at 1 MiB, and a run on Debian failed so
     evaluate(seeded, ks=[1, 3])

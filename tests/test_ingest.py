@@ -113,7 +113,7 @@ def test_loading_into_a_table_with_rows_upserts_by_id_updates_bm25_and_keeps_a_s
     report = load_corpus(seeded, [replaced, doc(1, metadata={"k": "v"})])
     assert report.loaded == 2
     assert seeded.value("RETURN count(SELECT id FROM seval_article)") == 11
-    row = seeded.value("SELECT * OMIT id, text_digest, embedding_digest, bm25_text FROM ONLY seval_article:track_order")
+    row = seeded.value("SELECT * OMIT id, text_digest, embedding_digest, bm25_text, written_at FROM ONLY seval_article:track_order")
     assert row == {"title": "Where is my parcel", "content": "zebra crossing", "embedding": [0.0, 0.0, 1.0, 0.0]}
     assert bm25(seeded, "zebra") == ["track_order"] and bm25(seeded, "word1") == ["d1"]
     assert "track_order" not in bm25(seeded, "carrier")  # its old text is gone from the BM25 index

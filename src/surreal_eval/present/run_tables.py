@@ -262,7 +262,9 @@ def incremental_line(report: RunReport) -> str:
     scored = (f"; {used.get('rescored', report.questions)} of {report.questions} questions scored again, the rest as in {record_str(base)}"
               if base else "; every question scored (no earlier run with the same settings)")
     named = (f" (read only the {since['named']} record{'s' if since['named'] != 1 else ''} its ingests named, not every record)"
-             if since.get("named") is not None else "")
+             if since.get("named") is not None else
+             f" (read only the {since['written']} record{'s' if since['written'] != 1 else ''} written since the last run read the corpus, "
+             "not every record)" if since.get("written") is not None else "")
     return f"incremental: after {', '.join(changed) or 'no change'} records{named}{scored}"
 
 
