@@ -15,9 +15,9 @@ transaction's writes and deletions under one versionstamp. This measures, on the
   read     what finding the changes costs: every record read as a run reads them when it cannot do better
            (fn::seval::corpus_rows), a key-only count of them, and `SHOW CHANGES` of the last ingest
   written  what the harness does instead (surql/corpus.surql): each record's written_at, set by the engine on every
-           write, with an index on it. The writer's commit with the field and index defined and removed,
-           alternating --rounds times each as above; and the run's read of the records written since its state was
-           read (fn::seval::rows_written_since) against every record's
+           write, with an index on it. The writer's commits into two copies of the store, with the field and its
+           index and without them, alternating --rounds times each; and the run's read of the records written
+           since its state was read (fn::seval::rows_written_since) against every record's
 
 The store is a temporary copy; nothing else is touched.
 """
@@ -82,9 +82,9 @@ def main() -> None:
             count, counted = fastest(db, "SELECT count() FROM seval_article GROUP ALL")
             records = counted[0]["count"]
             db.query("ALTER TABLE seval_article DROP CHANGEFEED")
-            written = _written_at(db, batches, args.rounds)
         finally:
             db.close()
+        written = _written_at(folder, batches, args.rounds)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
     on, off = statistics.median(times[True]), statistics.median(times[False])
@@ -98,28 +98,31 @@ def main() -> None:
           f"({written['found']} of {records}) {written['since']:.3f} s against every record {every:.3f} s")
 
 
-#: written_at as surql/corpus.surql defines it, and without it
-WRITTEN_ON = ("DEFINE FIELD OVERWRITE written_at ON seval_article VALUE time::now(); "
-              "DEFINE INDEX OVERWRITE seval_article_written ON seval_article FIELDS written_at;")
-WRITTEN_OFF = "REMOVE INDEX IF EXISTS seval_article_written ON seval_article; REMOVE FIELD IF EXISTS written_at ON seval_article;"
-
-
-def _written_at(db, batches: list[list[dict]], rounds: int) -> dict:
-    """The application's commits with written_at defined and removed, alternating (`rounds` each); then, with it
-    defined and the state read before the last batch, fn::seval::rows_written_since's time and how many it read."""
-    times: dict[str, list[float]] = {"on": [], "off": []}
-    for n, rows in enumerate(batches[: 2 * rounds]):
-        on = n % 2 == 0
-        db.query(WRITTEN_ON if on else WRITTEN_OFF)
-        rows = [{**row, "id": f"wa{n}_{row['id']}"} for row in rows]
-        times["on" if on else "off"].append(watch_scale._write(db, rows))
-    db.query(WRITTEN_ON)
-    # a state read now, with no margin: the next read finds only the last batch
+def _written_at(folder: Path, batches: list[list[dict]], rounds: int) -> dict:
+    """The application's commits into two copies of the store, one with written_at and its index as
+    surql/corpus.surql defines them and one without (removed, and nothing written since), alternating (`rounds`
+    each, new ids each time); then, in the first, with the state read before the last batch, the time
+    fn::seval::rows_written_since takes and how many records it read."""
+    from surreal_eval import Settings, connect
     from surreal_eval.runs.evaluate import evaluate
-    evaluate(db, ks=[1], retrievers=["bm25"])
-    db.query("DEFINE FUNCTION OVERWRITE fn::seval::write_margin() -> duration { RETURN 0s; }")
-    watch_scale._write(db, [{**row, "id": f"wa_last_{row['id']}"} for row in batches[-1]])
-    since, found = fastest(db, "RETURN fn::seval::rows_written_since('seval_article').written")
+
+    shutil.copytree(folder / "store", folder / "without")
+    stores = {"on": connect(Settings(url=f"surrealkv://{folder / 'store'}")), "off": connect(Settings(url=f"surrealkv://{folder / 'without'}"))}
+    try:
+        stores["off"].query("REMOVE INDEX seval_article_written ON seval_article; REMOVE FIELD written_at ON seval_article;")
+        times: dict[str, list[float]] = {"on": [], "off": []}
+        for n, rows in enumerate(batches[:rounds]):
+            for side in ("on", "off") if n % 2 == 0 else ("off", "on"):
+                times[side].append(watch_scale._write(stores[side], [{**row, "id": f"wa{n}_{row['id']}"} for row in rows]))
+        db = stores["on"]
+        evaluate(db, ks=[1], retrievers=["bm25"])  # the state: the corpus as read now
+        # no margin: the next read finds only the last batch (the store was loaded minutes ago, inside the margin)
+        db.query("DEFINE FUNCTION OVERWRITE fn::seval::write_margin() -> duration { RETURN 0s; }")
+        watch_scale._write(db, [{**row, "id": f"wa_last_{row['id']}"} for row in batches[-1]])
+        since, found = fastest(db, "RETURN fn::seval::rows_written_since('seval_article').written")
+    finally:
+        for store in stores.values():
+            store.close()
     return {**times, "since": since, "found": found}
 
 
