@@ -14,10 +14,10 @@ from surreal_eval.analysis.compare import compare_runs
 from surreal_eval.analysis.fell import what_fell, what_fell_after
 from surreal_eval.load.bulk import load_corpus, record_ingest
 from surreal_eval.present.cli import app
-from surreal_eval.present.run_tables import report_json, retrieval_line
+from surreal_eval.present.run_tables import incremental_line, report_json, retrieval_line
 from surreal_eval.runs.evaluate import evaluate
 from surreal_eval.runs.history import history
-from surreal_eval.runs.record import load_for_comparison
+from surreal_eval.runs.record import load_for_comparison, load_run
 from surreal_eval.runs.watch import drain_ingests, set_watch
 from surreal_eval.store.record_ids import record_str, to_record
 
@@ -318,6 +318,8 @@ def test_a_run_after_an_ingest_naming_nothing_reads_the_records_written_since_th
     assert done.error is None and done.since["written"] == 2 and "named" not in done.since
     assert [done.since[k] for k in ("added", "text_changed", "embedding_changed", "removed")] == [1, 1, 0, 0]
     assert [record_str(x) for x in done.since["ids"]["changed"]] == ["seval_article:track_order"]
+    assert "(read only the 2 records written since the last run read the corpus, not every record)" in \
+        incremental_line(load_run(seeded, done.run, per_question=False, intervals=False))
     after = seeded.value("SELECT VALUE corpus.fingerprint FROM ONLY $r", {"r": to_record(done.run, "seval_run")})
     assert after == seeded.value("RETURN fn::seval::corpus_fingerprint('seval_article').fingerprint")
     fresh = evaluate(seeded, ks=[1, 3], fresh=True, keep_lists=False, params={"floors": done_params(seeded, done.run)})
