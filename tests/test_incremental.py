@@ -646,6 +646,17 @@ def test_a_run_that_follows_another_says_so_and_puts_more_questions_in_each_stat
     assert [_batch_size(n, 2, following=True) for n in (8, 76, 500)] == [BATCH, 10, BATCH_FOLLOWING]
 
 
+def test_the_questions_are_split_into_statements_of_sizes_one_apart_that_every_core_gets_alike():
+    from surreal_eval.runs.evaluate import _split
+
+    # CISI's 76 questions at 10 a statement: eight statements, not seven of 10 and one of 6 that leaves a core idle
+    parts = _split(list(range(76)), 10, 2)
+    assert [len(p) for p in parts] == [10, 10, 10, 10, 9, 9, 9, 9] and sum(parts, []) == list(range(76))
+    assert [len(p) for p in _split(list(range(5)), 4, 2)] == [3, 2]  # no more statements than the questions need
+    assert [len(p) for p in _split(list(range(3)), 4, 2)] == [3] and _split([], 4, 2) == []
+    assert len(_split(list(range(500)), 16, 2)) == 32 and len(_split(list(range(70)), 4, 4)) == 20  # a multiple of the cores
+
+
 #: documents far from every question (another subject, another embedding): an ingest of one cannot re-rank most
 FAR = [Article(id="far_shelving", title="Warehouse shelving", content="Warehouse shelving inventory", embedding=[0.0, 0.0, 0.0, 1.0]),
        Article(id="far_audit", title="Quarterly audit", content="Quarterly financial statement audit", embedding=[-1.0, -1.0, -1.0, -1.0]),

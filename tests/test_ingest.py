@@ -317,6 +317,21 @@ def test_a_load_killed_before_its_indexes_were_built_gets_them_when_the_store_op
         db.close()
 
 
+def test_the_tables_an_embedded_store_opens_with_are_kept_for_its_first_statement_only_when_its_open_put_nothing_right(tmp_path):
+    url = f"surrealkv://{tmp_path / 'store'}"
+    with connect(Settings(url=url)) as db:
+        import_harness(db, HarnessConfig(dimension=4))
+    with connect(Settings(url=url)) as db:  # the CLI's load takes them instead of reading INFO FOR DB again
+        assert sorted(db.opened_tables) == sorted(db.value("INFO FOR DB")["tables"])
+        db.query("DEFINE TABLE seval_stage_seval_article SCHEMALESS")  # as a killed load leaves it
+    with connect(Settings(url=url)) as db:  # the open removed it: the tables it read are not the tables now
+        assert db.opened_tables is None and staging_tables(db) == []
+    result = CliRunner().invoke(app, ["--url", url, "load", "corpus", str(write(tmp_path / "d.jsonl", doc(1).model_dump_json() + "\n"))])
+    assert result.exit_code == 0, result.output
+    with connect(Settings(url=url)) as db:
+        assert db.value("SELECT VALUE record::id(id) FROM seval_article") == ["d1"]
+
+
 def test_a_load_waits_for_a_live_load_on_a_server_and_undoes_a_dead_one(db, monkeypatch):
     """On a server, a journal that moved rows recently belongs to a load still running."""
     load_corpus(db, [doc(i) for i in range(3)])

@@ -151,6 +151,7 @@ def load_corpus(
     source: str | None = None,
     doc_table: str = DOCUMENTS,
     analyzer: str | None = None,
+    tables: list[str] | None = None,
     **options: Unpack[LoadOptions],
 ) -> LoadReport:
     """Load documents into corpus table `table` (upsert by id), all or none, then build its indexes.
@@ -162,9 +163,10 @@ def load_corpus(
     `options` say how the load runs (LoadOptions): documents without an embedding are embedded by the `embedder`
     (`title. content`); with none, they are refused; a missing harness is imported, with the dimension of the first
     embedding, unless `create_harness=False`. The table's BM25 index uses
-    `analyzer`, else the one it has, else the default (store/analyzers.py).
+    `analyzer`, else the one it has, else the default (store/analyzers.py). `tables`: the database's tables (INFO FOR
+    DB) when the caller has just read them (Database.opened_tables, before any other statement).
     """
-    tables = list(db.value("INFO FOR DB")["tables"])  # read once for the checks before anything is staged
+    tables = list(db.value("INFO FOR DB")["tables"] if tables is None else tables)  # read once for the checks before anything is staged
     _not_another_table(db, identifier(table, what="corpus table"), tables)  # a table of yours first: the message says why
     table = _corpus_table(table)
     analyzer = table_analyzer(db, table, analyzer, tables)

@@ -136,7 +136,7 @@ def load_corpus(
     _load(lambda db, progress: ingest_corpus(
         db, read_documents(path, format=fmt.value), table=table, embedder=model, batch_size=batch_size,
         progress=progress, create_harness=True, source=str(path), on_duplicate=on_duplicate.value,
-        analyzer=analyzer), model, then=said)
+        analyzer=analyzer, tables=db.opened_tables), model, then=said)  # the load's first statement: the tables as opened
 
 
 @load_app.command("golden")

@@ -155,6 +155,7 @@ class Database:
         self._wal = str(folder / "wal") if folder else None
         #: what this open made on disk, if it made a new store (NewStore.remove undoes it after a failed command)
         self.new_store: NewStore | None = None
+        self.opened_tables: list[str] | None = None  #: the tables store.opening.connect read and left: valid until another statement
         _OPEN.add(self)
 
     def flush_if_full(self) -> bool:
