@@ -42,14 +42,19 @@ def corpus_template(name: str, table: str, dimension: int, analyzer: str = DEFAU
     return render(text, {"corpus": table, "dimension": dimension, "analyzer": analyzer}, source=f"surql/{name}.surql")
 
 
+def staging_among(tables: Iterable[str]) -> list[str]:
+    """The staging and undo tables among `tables`, sorted."""
+    return sorted(t for t in tables if t.startswith((STAGING_PREFIX, UNDO_PREFIX)))
+
+
 def staging_tables(db: Database) -> list[str]:
     """The staging and undo tables in the database (left by a load that was killed, when none is running)."""
-    return sorted(t for t in db.value("INFO FOR DB")["tables"] if t.startswith((STAGING_PREFIX, UNDO_PREFIX)))
+    return staging_among(db.value("INFO FOR DB")["tables"])
 
 
 def remove_staging(db: Database, tables: Iterable[str] | None = None) -> None:
     """Remove the staging and undo tables (of `tables`, the database's tables if already read)."""
-    names = staging_tables(db) if tables is None else [t for t in tables if t.startswith((STAGING_PREFIX, UNDO_PREFIX))]
+    names = staging_tables(db) if tables is None else staging_among(tables)
     for table in names:
         db.query(statement("REMOVE TABLE IF EXISTS {{staging}}", staging=table))
 

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from .connection import Database, open_database
-from .journal import STAGING_PREFIX, UNDO_PREFIX, recover_loads
+from .journal import recover_loads, staging_among
 from .previous import refuse_previous_release
 from .settings import Settings
 
@@ -34,7 +34,7 @@ def connect(settings: Settings, *, previous_release: bool = False) -> Database:
             tables = list(db.value("INFO FOR DB")["tables"]) if settings.is_embedded or not previous_release else None
             if not previous_release:
                 refuse_previous_release(db, tables)
-            if settings.is_embedded and not recover_loads(db, tables=tables) and not any(t.startswith((STAGING_PREFIX, UNDO_PREFIX)) for t in tables):
+            if settings.is_embedded and not recover_loads(db, tables=tables) and not staging_among(tables):
                 db.opened_tables = tables  # nothing put right, no staging table removed: the tables are still these
         except BaseException:
             db.close()
