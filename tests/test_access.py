@@ -199,6 +199,13 @@ ATTACKS = [
     "UPDATE seval_ranking SET results = []",
     "UPDATE seval_ranking SET results[0].metrics.recall = 1.0",
     "UPDATE seval_ranking SET ranked = []",
+    # the labels a run scored each question against, kept once per question
+    "DELETE seval_run_label",
+    "UPDATE seval_run_label SET relevant = []",
+    "INSERT INTO seval_run_label (SELECT * OMIT id FROM seval_run_label)",
+    f"CREATE seval_run_label CONTENT {{ run: {FINISHED}, question: seval_question:signin, relevant: [], grades: [] }}",
+    f"CREATE type::record('seval_run_label', [{FINISHED}, seval_question:forged]) CONTENT {{ run: {FINISHED}, "
+    "question: seval_question:forged, relevant: [], grades: [] }",
     # the other harness tables
     "UPDATE seval_script SET checksum = 'forged'",
     "DELETE seval_script",
@@ -241,7 +248,7 @@ ATTACKS = [
     "REMOVE FUNCTION fn::seval::finish_run",
     "REMOVE TABLE seval_run",
 ]
-HARNESS_TABLES = ["seval_run", "seval_ranking", "seval_script", "seval_config", "seval_watch",
+HARNESS_TABLES = ["seval_run", "seval_ranking", "seval_run_label", "seval_script", "seval_config", "seval_watch",
                   "seval_ingest", "seval_corpus", "seval_ingest_journal", "seval_article", "seval_question", "seval_candidate_cache",
                   "seval_engine_check"]
 

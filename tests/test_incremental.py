@@ -498,8 +498,10 @@ def test_a_question_taken_whole_from_the_run_it_follows_is_recorded_as_a_fresh_r
     assert after.retrieval["copied"] == 8 and after.retrieval["rescored"] == 0
 
     def rows(run):
-        got = seeded.value("SELECT question, retriever, floor, ranked, scores, relevant, grades, unlabelled, results FROM seval_ranking "
-                           "WHERE run = $r", {"r": to_record(run, "seval_run")})
+        got = seeded.value("SELECT question, retriever, floor, ranked, scores, unlabelled, results, "
+                           "type::record('seval_run_label', [run, question]).relevant AS relevant, "
+                           "type::record('seval_run_label', [run, question]).grades AS grades FROM seval_ranking WHERE run = $r",
+                           {"r": to_record(run, "seval_run")})
         return {(record_str(r["question"]), r["retriever"], r.get("floor")): r for r in got}
 
     now, then = rows(after.run), rows(fresh.run)

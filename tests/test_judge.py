@@ -45,8 +45,8 @@ def model(server, tmp_path, **options):
 
 def expected_holes(db, run, k):
     """The unjudged pairs of `run`'s top k, read independently: its rankings less the labels it scored and the golden set's judgments."""
-    rankings = db.value("SELECT question, ranked, relevant FROM seval_ranking WHERE run = $r AND retriever != 'floor_sweep'",
-                        {"r": to_record(run, "seval_run")})
+    rankings = db.value("SELECT question, ranked, type::record('seval_run_label', [run, question]).relevant AS relevant FROM seval_ranking "
+                        "WHERE run = $r AND retriever != 'floor_sweep'", {"r": to_record(run, "seval_run")})
     rows = {record_str(q["id"]): q for q in db.value("SELECT id, relevant, nonrelevant FROM seval_question")}
     holes = set()
     for r in rankings:
@@ -103,7 +103,7 @@ def test_a_run_on_human_and_model_judgments_differs_from_one_on_human_only_and_s
     stored = seeded.value("SELECT question, doc, grade FROM seval_model_judgment")
     assert mixed.golden["model"] == len(stored)
     scored = {record_str(r["question"]): dict(zip(map(record_str, r["relevant"]), r["grades"])) for r in seeded.value(
-        "SELECT question, relevant, grades FROM seval_ranking WHERE run = $r", {"r": to_record(mixed.run, "seval_run")})}
+        "SELECT question, relevant, grades FROM seval_run_label WHERE run = $r", {"r": to_record(mixed.run, "seval_run")})}
     for s in stored:
         assert scored[record_str(s["question"])].get(record_str(s["doc"])) == (s["grade"] - 1 if s["grade"] >= 2 else None)
     assert any(s["grade"] >= 2 for s in stored) and any(s["grade"] < 2 for s in stored)

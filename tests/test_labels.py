@@ -279,3 +279,32 @@ def test_the_cli_labels_from_a_file_and_refuses_in_one_line(tmp_path):
             args = ["--from-file", str(path)]
         refused = runner.invoke(app, ["--url", url, "golden", "label", *args])
         assert refused.exit_code == 2 and says in refused.stderr and len(refused.stderr.strip().splitlines()) == 1, refused.output
+
+
+def test_a_run_keeps_each_questions_labels_once_and_a_run_that_kept_them_in_every_ranking_reads_alike(seeded):
+    report = evaluate(seeded, ks=[1, 3], intervals=False, per_question=True)
+    run = to_record(report.run, "seval_run")
+    questions = seeded.value("SELECT VALUE id FROM seval_question ORDER BY id")
+    kept = seeded.value("SELECT question, relevant, grades FROM seval_run_label WHERE run = $r ORDER BY question", {"r": run})
+    # one row per question, what it was scored against: the golden set's labels then; none in the ranking rows
+    assert [k["question"] for k in kept] == questions
+    golden = {q["id"]: (q["relevant"], q["grades"]) for q in seeded.value("SELECT id, relevant, grades FROM seval_question")}
+    assert all((k["relevant"], k["grades"]) == golden[k["question"]] for k in kept)
+    assert seeded.value("SELECT VALUE relevant FROM seval_ranking WHERE run = $r AND relevant != NONE", {"r": run}) == []
+    labels = seeded.value("RETURN fn::seval::run_labels($r)", {"r": run})
+    results = seeded.value("RETURN fn::seval::run_results($r, NONE, false)", {"r": run})
+    counts = seeded.value("RETURN fn::seval::run_label_counts($r, 'bm25')", {"r": run})
+    relevant = seeded.value("RETURN fn::seval::run_relevant($r, $q)", {"r": run, "q": questions[:2]})
+    # the same run as a run made before kept it: its labels in every ranking row, none apart
+    seeded.query("UPDATE seval_ranking SET relevant = type::record('seval_run_label', [run, question]).relevant, "
+                 "grades = type::record('seval_run_label', [run, question]).grades WHERE run = $r; "
+                 "DELETE seval_run_label WHERE run = $r; UPDATE $r SET labels_apart = NONE", {"r": run})
+    assert seeded.value("RETURN fn::seval::run_labels($r)", {"r": run}) == labels
+    assert seeded.value("RETURN fn::seval::run_results($r, NONE, false)", {"r": run}) == results
+    assert seeded.value("RETURN fn::seval::run_label_counts($r, 'bm25')", {"r": run}) == counts
+    assert seeded.value("RETURN fn::seval::run_relevant($r, $q)", {"r": run, "q": questions[:2]}) == relevant
+    assert [len(k["relevant"]) for k in kept if k["relevant"]] == [c for c in counts]
+    # and the run after it, judged alike, copies its rankings as from any run that follows
+    after = evaluate(seeded, ks=[1, 3], intervals=False, per_question=True)
+    assert after.retrieval.get("copied") == len(questions)
+    assert [r.scores for r in after.per_question] == [r.scores for r in report.per_question]

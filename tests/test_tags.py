@@ -22,9 +22,10 @@ def cli(url, *args, evaluator=False):
 
 
 def rows_of(db, run):
-    """Every row that belongs to run `run`: the run, its rankings and its tags."""
+    """Every row that belongs to run `run`: the run, its rankings, its questions' labels and its tags."""
     found = {"run": "SELECT * FROM seval_run WHERE id = type::record($run)",
              "rankings": "SELECT * FROM seval_ranking WHERE run = type::record($run) ORDER BY id",
+             "labels": "SELECT * FROM seval_run_label WHERE run = type::record($run) ORDER BY id",
              "tags": "SELECT * FROM seval_tag WHERE run = type::record($run) ORDER BY id"}
     return {what: db.value(sql, {"run": run}) for what, sql in found.items()}
 
@@ -33,7 +34,7 @@ def without(state, run_ids):
     """`snapshot` with the rows of runs `run_ids` (ids as strings) left out of every table."""
     def belongs(row):
         return any(record_str(row[key]) in run_ids for key in ("id", "run") if key in row) and (
-            record_str(row["id"]).startswith(("seval_run:", "seval_ranking:", "seval_tag:")))
+            record_str(row["id"]).startswith(("seval_run:", "seval_ranking:", "seval_run_label:", "seval_tag:")))
     return {table: [r for r in rows if not belongs(r)] for table, rows in state["rows"].items()}
 
 
@@ -154,7 +155,7 @@ def test_runs_delete_removes_every_row_of_the_run_and_nothing_else(seeded):
     removed = delete_runs(seeded, [gone])
     assert [(r.run, r.label, r.rankings) for r in removed] == [(gone, "gone", len(rows_of(seeded, keep)["rankings"]))]
     after = snapshot(seeded)
-    assert rows_of(seeded, gone) == {"run": [], "rankings": [], "tags": []}
+    assert rows_of(seeded, gone) == {"run": [], "rankings": [], "labels": [], "tags": []}
     assert after["rows"] == without(before, {gone})
     with pytest.raises(ConfigError, match="tagged"):
         delete_runs(seeded, ["main"])

@@ -24,10 +24,10 @@ are taken over. Undefined (not measurable) with fewer than two systems or when o
 from __future__ import annotations
 
 import math
+from .model_base import Model
 from collections.abc import Mapping, Sequence
 
 import numpy as np
-from pydantic import BaseModel
 
 __all__ = ["Agreement", "Estimate", "GradedAgreement", "OrderingAgreement", "agreement", "graded_agreement", "ordering_agreement"]
 
@@ -35,7 +35,7 @@ __all__ = ["Agreement", "Estimate", "GradedAgreement", "OrderingAgreement", "agr
 RESAMPLES = 10_000
 
 
-class Estimate(BaseModel):
+class Estimate(Model):
     """One figure with its percentile bootstrap interval at `level`, or, when it cannot be measured, None and why
     (`reason`) and what to do about it (`advice`)."""
 
@@ -109,7 +109,7 @@ def _kappa(confusion: np.ndarray, values: np.ndarray, weighted: bool, *, level: 
                     undefined=int(resamples - defined.size))
 
 
-class Agreement(BaseModel):
+class Agreement(Model):
     """Two judges' binary judgments of the same pairs (relevant or not): the confusion counts, p_o, and Cohen's kappa
     with its interval (or why it cannot be measured)."""
 
@@ -147,7 +147,7 @@ def agreement(first: Sequence[bool], second: Sequence[bool], *, names: tuple[str
     return Agreement(both=a, first_only=b, second_only=c, neither=d, observed=(a + d) / n, kappa=kappa)
 
 
-class GradedAgreement(BaseModel):
+class GradedAgreement(Model):
     """Two judges' grades of the same `n` pairs: the grades seen, the confusion counts (rows: the first judge's grade,
     columns: the second's, in the order of `grades`), the share graded alike, and Cohen's kappa, unweighted and with
     quadratic weights, each with its interval or why it cannot be measured."""
@@ -185,7 +185,7 @@ def graded_agreement(first: Sequence[float], second: Sequence[float], *, names: 
                            kappa=kappa, weighted_kappa=weighted)
 
 
-class OrderingAgreement(BaseModel):
+class OrderingAgreement(Model):
     """How two sets of labels order the same systems by one metric: each system's mean under the first and the second,
     Kendall's tau-b between the two orderings with its interval over questions, and the system each puts first."""
 

@@ -6,13 +6,13 @@ import math
 from datetime import datetime
 from typing import Any, Literal, TypedDict
 
-from pydantic import (BaseModel, ConfigDict, Field, PrivateAttr, SerializationInfo, SerializerFunctionWrapHandler, field_validator,
-                      model_serializer, model_validator)
+from pydantic import ConfigDict, Field, PrivateAttr, SerializationInfo, SerializerFunctionWrapHandler, field_validator, model_serializer, model_validator
 
 from .grammar import RecordKey
+from .model_base import Model
 
-__all__ = ["MAX_NESTING", "Scoring", "Article", "Passage", "Question", "Bounds", "MetricRow", "QuestionResult", "SweepRow",
-           "AnnRow", "EngineCheck", "SourceMean", "RunReport", "RunSummary", "data_problem", "vector_problem"]
+__all__ = ["MAX_NESTING", "Scoring", "Article", "Passage", "Question", "Bounds", "MetricRow", "QuestionResult", "SweepRow", "AnnRow",
+           "EngineCheck", "SourceMean", "RunReport", "RunSummary", "data_problem", "vector_problem"]
 
 #: How deep objects and arrays may nest in a row's values (metadata); deeper is refused at read.
 MAX_NESTING = 32
@@ -70,7 +70,7 @@ def _numbers(value: Any, what: str) -> Any:
     return value
 
 
-class _Row(BaseModel):
+class _Row(Model):
     """A row read from a file: every value storable (data_problem), numbers strictly numbers."""
 
     model_config = ConfigDict(extra="forbid")
@@ -111,7 +111,7 @@ class Article(_Row):
     _origin: tuple[str, int] | None = PrivateAttr(default=None)
 
 
-class Passage(BaseModel):
+class Passage(Model):
     """A label that survives re-chunking: a labelled document and a distinctive phrase of it."""
 
     model_config = ConfigDict(extra="forbid")
@@ -121,7 +121,7 @@ class Passage(BaseModel):
     grade: float = Field(default=1, gt=0)
 
 
-class LabelProvenance(BaseModel):
+class LabelProvenance(Model):
     """Where one judgment of a question came from (seval_label): `load golden` keeps it instead of source
     'file'. `origin` 'harness' marks a label added on the harness's side to an attached set (to merge into it)."""
 
@@ -175,14 +175,14 @@ class Question(_Row):
         return self
 
 
-class Bounds(BaseModel):
+class Bounds(Model):
     """A 95% bootstrap confidence interval of a mean over questions."""
 
     low: float
     high: float
 
 
-class Scored(BaseModel):
+class Scored(Model):
     """A row holding one score per metric in `scores` ({name: value}, in report order).
 
     It reads from a database row's `metrics` object (or from flat `name: value` fields), serialises
@@ -259,7 +259,7 @@ class QuestionResult(Scored):
     labelled: bool = True
 
 
-class AnnRow(BaseModel):
+class AnnRow(Model):
     """The ANN check at one cutoff: the mean over questions of the share of the exact top k (by a
     scan of every record) that the HNSW index returned in its top k, with its 95% interval."""
 
@@ -269,7 +269,7 @@ class AnnRow(BaseModel):
     interval: Bounds | None = None
 
 
-class EngineCheck(BaseModel):
+class EngineCheck(Model):
     """One engine sanity check made before the run was recorded (surql/checks.surql)."""
 
     check: str
@@ -277,7 +277,7 @@ class EngineCheck(BaseModel):
     note: str
 
 
-class SourceMean(BaseModel):
+class SourceMean(Model):
     """One retriever's mean of `metric` on one source's `questions`, its 95% interval, its gap to real (source - real; None: `gap_note` says why)."""
 
     retriever: str
@@ -291,7 +291,7 @@ class SourceMean(BaseModel):
     gap_note: str | None = None
 
 
-class _AfterChanges(BaseModel):
+class _AfterChanges(Model):
     """What a run records of how it was made: its candidate lists, and the corpus changes and ingests it followed."""
 
     #: {lists, reused, merged, certified, fetched, called, rescored, copied}: how the run got its candidate lists (reused as

@@ -19,8 +19,9 @@ from collections.abc import Sequence
 from numbers import Integral
 from typing import TYPE_CHECKING
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import ConfigDict
 
+from .model_base import Model
 from .errors import ConfigError, InputError, NotFound
 from .grammar import METRICS, MetricSpec, parse_metric
 from .models import RunReport
@@ -49,7 +50,7 @@ SMALL_SAMPLE = 30
 _BATCH_CELLS = 1_000_000
 
 
-class Interval(BaseModel):
+class Interval(Model):
     """A mean over `n` questions and its two-sided bootstrap confidence interval at `level`."""
 
     model_config = ConfigDict(frozen=True)
@@ -61,7 +62,7 @@ class Interval(BaseModel):
     n: int
 
 
-class PairedComparison(BaseModel):
+class PairedComparison(Model):
     """Two systems scored on the same `n` questions: means, difference `mean_b - mean_a` with its
     bootstrap interval at `level`, and the two-sided p-value of the paired randomization test
     (`exact` when every sign pattern was enumerated rather than sampled)."""

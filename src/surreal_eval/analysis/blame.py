@@ -23,8 +23,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from pydantic import BaseModel
 
+from ..model_base import Model
 from ..models import RunReport
 from ..store.connection import Database, record_str
 from ..store.record_ids import to_record
@@ -34,7 +34,7 @@ from .overlap import rankings_of
 __all__ = ["Culprit", "Entered", "InputList", "Pushed", "culprits"]
 
 
-class Entered(BaseModel):
+class Entered(Model):
     """A record in B's top k that was not in A's top k, at `rank` (1 = first) in B."""
 
     doc: str
@@ -45,7 +45,7 @@ class Entered(BaseModel):
     ingests: list[str] = []
 
 
-class Pushed(BaseModel):
+class Pushed(Model):
     """A relevant record in A's top k that B ranks lower: from rank `before` (A) to `after` (B; None: past B's list)."""
 
     doc: str
@@ -53,7 +53,7 @@ class Pushed(BaseModel):
     after: int | None
 
 
-class InputList(BaseModel):
+class InputList(Model):
     """One list a fused ranking reads, as the runs ranked it on its own (retriever `list`, `depth` deep in B): the
     records an ingest brought into it and the relevant records that fell in it or out of it."""
 
@@ -68,7 +68,7 @@ class InputList(BaseModel):
         return f"in its {self.list} list, " + _story(self.entered, self.pushed, self.depth, "nothing an ingest brought in entered it")
 
 
-class Culprit(BaseModel):
+class Culprit(Model):
     """One question one retriever ranked worse in B at cutoff k: the first metric@k that fell, the records that
     entered its top k and the relevant records pushed out."""
 

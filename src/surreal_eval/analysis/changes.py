@@ -9,15 +9,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel
 
+from ..model_base import Model
 from ..golden.labels import LabelChange
 from ..models import RunReport
 from ..store.connection import Database, record_str
 
 __all__ = ["Change", "SCORING_DEFAULTS", "golden_warning", "label_changes", "run_changes", "scoring_warnings"]
 
-class Change(BaseModel):
+class Change(Model):
     """One recorded property that differs between run A and run B (`params.floor`, `corpus.fingerprint`, ...)."""
 
     field: str

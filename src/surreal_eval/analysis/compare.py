@@ -19,9 +19,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from datetime import datetime
 
-from pydantic import BaseModel
 from surrealdb import RecordID
 
+from ..model_base import Model
 from ..store.connection import Database
 from ..errors import ConfigError
 from ..runs.record import load_for_comparison
@@ -61,7 +61,7 @@ __all__ = [
 TOLERANCE = 1e-12
 
 
-class QuestionDelta(BaseModel):
+class QuestionDelta(Model):
     """One question's score on side A (`before`) and side B (`after`)."""
 
     question: str
@@ -92,7 +92,7 @@ class RetrieverDelta(PairedDelta):
     retriever: str
 
 
-class Comparison(BaseModel):
+class Comparison(Model):
     """Run A against run B: what changed between them and, per retriever and metric@k, the paired difference."""
 
     run_a: str
@@ -127,7 +127,7 @@ class Comparison(BaseModel):
     culprits: list[Culprit] = []
 
 
-class RetrieverComparison(BaseModel):
+class RetrieverComparison(Model):
     """Two retrievers of one run, paired by question: A is `retriever_a`, B is `retriever_b`."""
 
     run: str

@@ -3,8 +3,8 @@ load prints after its evaluation (`compare` gives the intervals and tests)."""
 
 from __future__ import annotations
 
-from pydantic import BaseModel
 
+from ..model_base import Model
 from ..models import RunReport
 from ..runs.record import load_run, resolve_run, results_of
 from ..store.connection import Database
@@ -12,7 +12,7 @@ from .compare import TOLERANCE, QuestionDelta, metric_specs, paired_scores, repo
 
 __all__ = ["Fell", "what_fell", "what_fell_after"]
 
-class Fell(BaseModel):
+class Fell(Model):
     """A retriever and metric@k on which questions fell from run A to run B: their means over the questions both
     scored, and the questions that fell (largest fall first)."""
 

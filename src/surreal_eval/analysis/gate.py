@@ -36,9 +36,9 @@ import math
 from collections import Counter
 from collections.abc import Iterable
 
-from pydantic import BaseModel
 from surrealdb import RecordID
 
+from ..model_base import Model
 from ..runs.record import load_for_comparison, resolve_run, run_before
 from .compare import Change, QuestionDelta, compare_reports
 from .sources import REFERENCE, SOURCE_ORDER, SourceDelta, question_sources, source_deltas
@@ -50,7 +50,7 @@ from ..stats import p_phrase
 __all__ = ["GateCheck", "GateResult", "gate"]
 
 
-class GateCheck(BaseModel):
+class GateCheck(Model):
     """One retriever and metric@k: baseline and candidate means over the `n` shared questions,
     the drop (baseline - candidate; negative when the candidate is better) with the bootstrap
     interval of the difference candidate - baseline, the p-value, the verdict and why."""
@@ -72,7 +72,7 @@ class GateCheck(BaseModel):
     fixed: list[QuestionDelta]
 
 
-class GateResult(BaseModel):
+class GateResult(Model):
     """The verdict: passed when every check passed."""
 
     baseline: str

@@ -16,9 +16,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from itertools import combinations
 
-from pydantic import BaseModel
 from surrealdb import RecordID
 
+from ..model_base import Model
 from ..errors import ConfigError
 from ..runs.record import load_for_comparison
 from ..stats import sample_warning
@@ -37,7 +37,7 @@ class PairDelta(PairedDelta):
     retriever: str | None = None
 
 
-class Group(BaseModel):
+class Group(Model):
     """Sides that cannot be told apart on `metric` (of `retriever` when the sides are runs): every pair
     has a Holm-adjusted p >= alpha or a tied difference. `members` best mean first, with their means."""
 
@@ -47,7 +47,7 @@ class Group(BaseModel):
     means: list[float]
 
 
-class ManyComparison(BaseModel):
+class ManyComparison(Model):
     """Every pair of `sides` ('runs' or 'retrievers' of run `run`), the groups that cannot be told apart at `alpha`,
     and per metric (and retriever) the sides that can be told apart from every other (`separable`)."""
 

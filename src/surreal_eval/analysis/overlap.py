@@ -26,8 +26,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from pydantic import BaseModel
 
+from ..model_base import Model
 from ..errors import ConfigError, NotFound, Rejected
 from ..models import RunReport
 from ..runs.diagnose import default_golden, label_command
@@ -81,7 +81,7 @@ def rbo(a: Sequence[Any], b: Sequence[Any], p: float = DEFAULT_P) -> float:
     return (1 - p) / p * total + ((overlap - x_s) / l + x_s / s) * p**l
 
 
-class QuestionOverlap(BaseModel):
+class QuestionOverlap(Model):
     """One question's top k on side A and side B: Jaccard, RBO, and the share of each side's top k unjudged."""
 
     question: str
@@ -94,7 +94,7 @@ class QuestionOverlap(BaseModel):
     labelled: bool
 
 
-class Overlap(BaseModel):
+class Overlap(Model):
     """Side A against side B at cutoff k over the `n` questions both ranked: the means of each question's figures."""
 
     retriever: str  # the retriever of both runs, or "A→B" for two retrievers of one run
@@ -108,7 +108,7 @@ class Overlap(BaseModel):
     questions: list[QuestionOverlap]
 
 
-class Miss(BaseModel):
+class Miss(Model):
     """A question a change broke (its score fell) and the documents new in B's top k that nobody judged:
     a "miss" that may be a missing label. `commands` label each one (`golden label`, add --not if it is not)."""
 

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from pydantic import BaseModel
 from surrealdb import RecordID
 
+from ..model_base import Model
 from ..store.connection import Database
 from ..errors import ConfigError
 from ..runs.sources import scored_rows
@@ -23,7 +23,7 @@ __all__ = ["SLICE_FIELDS", "Slice", "scored_rows", "slices"]
 #: The question fields a run can be sliced by.
 SLICE_FIELDS = ("category", "language", "source", "split")
 
-class Slice(BaseModel):
+class Slice(Model):
     """The questions of a run whose field `by` is `value`, scored by `retriever` on `metric`."""
 
     by: str

@@ -16,9 +16,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from pydantic import BaseModel
 from surrealdb import RecordID
 
+from ..model_base import Model
 from ..models import RunReport, SourceMean
 from ..runs.record import resolve_run
 from ..runs.sources import REFERENCE, SOURCE_ORDER, ordered_sources, run_source_means, source_means, source_of, sources_note
@@ -29,7 +29,7 @@ __all__ = ["REFERENCE", "SOURCE_ORDER", "SourceDelta", "SourceMean", "question_s
            "source_deltas", "source_means", "source_of", "sources_note"]
 
 
-class SourceDelta(BaseModel):
+class SourceDelta(Model):
     """One retriever's `metric` on the `questions` of one source both runs scored: the means of A and B and
     the difference B - A with its 95% bootstrap interval (over the per-question differences)."""
 

@@ -25,8 +25,8 @@ import random
 from collections import defaultdict
 from typing import Any
 
-from pydantic import BaseModel
 
+from ..model_base import Model
 from ..errors import InputError
 from ..grammar import METRICS
 from ..kappa import Estimate, GradedAgreement, OrderingAgreement, graded_agreement, ordering_agreement
@@ -81,7 +81,7 @@ def judged_by_both(db: Database, golden: str) -> list[dict[str, Any]]:
     return sorted(pairs, key=lambda p: (p["question"], p["doc"]))
 
 
-class CalibrationPair(BaseModel):
+class CalibrationPair(Model):
     """A pair a model judged and no human has, drawn for a person to label."""
 
     question: str
@@ -177,7 +177,7 @@ def calibration_draw(db: Database, *, run: str, count: int, k: int | None = None
     return found
 
 
-class Orderings(BaseModel):
+class Orderings(Model):
     """The run's retrievers ordered under human judgments and under human+model, per metric at cutoff k."""
 
     run: str
@@ -252,7 +252,7 @@ def _number(value: Any) -> float:
     return 0.0 if found != found else found  # NaN (no label reaches a relevance level above 1): 0, as a run scores it
 
 
-class AgreementReport(BaseModel):
+class AgreementReport(Model):
     """What `golden agreement` measured."""
 
     golden: str

@@ -12,8 +12,8 @@ from __future__ import annotations
 import hashlib
 from typing import Any, Optional
 
-from pydantic import BaseModel
 
+from ..model_base import Model
 from ..errors import ConfigError, InputError
 from ..store.connection import Database, record_str
 from ..store.field_map import GoldenFields
@@ -25,7 +25,7 @@ from .labels import who
 __all__ = ["GoldenAttachReport", "GoldenFields", "attach_golden", "detach_golden", "golden_sets", "list_dangling"]
 
 
-class GoldenAttachReport(BaseModel):
+class GoldenAttachReport(Model):
     """What `golden attach` registered and found: the table, its fields, and its questions' state."""
 
     table: str

@@ -51,8 +51,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Literal
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
+from ..model_base import Model
 from .click_models import MIN_IMPRESSIONS_TO_CHOOSE, ClickEvents, Fit, Session, choose, fit_model, relevance
 from .search_log import Impression, normalise
 
@@ -61,7 +62,7 @@ __all__ = ["ClickModel", "ClickModelName", "LogLabels", "PairStats", "derive_lab
 ClickModelName = Literal["auto", "pbm", "cascade", "ubm", "coec"]
 
 
-class ClickModel(BaseModel):
+class ClickModel(Model):
     """Which click model, and the thresholds of a label (module docstring)."""
 
     name: ClickModelName = "auto"
@@ -160,7 +161,7 @@ def _grade(pair: PairStats, model: ClickModel) -> int:
     return 2 if 2 * satisfied >= len(pair.dwells) else 1
 
 
-class LogLabels(BaseModel):
+class LogLabels(Model):
     """The labels a log earns and how: the click model used, why, and every model's held-out fit (best first)."""
 
     #: {normalised query: ({document: grade}, [documents judged not relevant])}

@@ -35,10 +35,10 @@ model with the highest held-out log-likelihood, then refits it on the whole log 
 from __future__ import annotations
 
 import random
+from ..model_base import Model
 from dataclasses import dataclass
 
 import numpy as np
-from pydantic import BaseModel
 
 __all__ = ["MODELS", "ClickEvents", "Fit", "Fitted", "Session", "choose", "fit_model", "held_out_fit", "relevance", "split",
            "standard_error"]
@@ -91,7 +91,7 @@ class ClickEvents:
         return cls(pairs, pair, rank, click.astype(bool), distance, after.astype(bool), impression, len(sessions))
 
 
-class Fit(BaseModel):
+class Fit(Model):
     """How well one click model, fitted on the training part of a log, predicts the held-out part."""
 
     model: str

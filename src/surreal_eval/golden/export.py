@@ -22,8 +22,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel
 
+from ..model_base import Model
 from ..errors import InputError
 from ..store.connection import Database, RecordID, record_str
 from ..store.golden import golden_rows, golden_set
@@ -31,7 +31,7 @@ from ..store.golden import golden_rows, golden_set
 __all__ = ["ExportReport", "export_golden"]
 
 
-class ExportReport(BaseModel):
+class ExportReport(Model):
     """What `export_golden` wrote: the golden set, the file, questions, judgments, the labels added on the
     harness's side (an attached set), the table its documents belong to, and whether embeddings are in it."""
 

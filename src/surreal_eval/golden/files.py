@@ -8,9 +8,9 @@ from typing import Unpack
 from collections.abc import Iterable
 from pathlib import Path
 
-from pydantic import BaseModel
 from surrealdb import RecordID
 
+from ..model_base import Model
 from ..errors import ConfigError
 from ..models import Article, Question
 from ..store.analyzers import table_analyzer
@@ -27,7 +27,7 @@ from .promote import keep_promoted
 __all__ = ["DatasetReport", "add_questions", "load_beir", "load_dataset", "load_golden"]
 
 
-class DatasetReport(BaseModel):
+class DatasetReport(Model):
     """A corpus and its golden set loaded together, all or nothing."""
 
     corpus: LoadReport

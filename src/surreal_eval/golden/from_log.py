@@ -17,8 +17,8 @@ import hashlib
 from collections import Counter
 from pathlib import Path
 
-from pydantic import BaseModel
 
+from ..model_base import Model
 from ..errors import ConfigError, InputError
 from ..models import LabelProvenance, Question
 from ..store.connection import Database, record_str, to_record
@@ -37,7 +37,7 @@ __all__ = ["FromLogReport", "click_question_id", "golden_from_log", "log_questio
 _EXISTS_CHUNK = 1000
 
 
-class FromLogReport(BaseModel):
+class FromLogReport(Model):
     """What `golden from-log` read, sampled, derived and loaded."""
 
     source: str

@@ -23,8 +23,8 @@ import random
 from collections import Counter
 from typing import Any, Optional
 
-from pydantic import BaseModel
 
+from ..model_base import Model
 from ..errors import ConfigError, InputError, on_interrupt
 from ..store.access import require_owner
 from ..store.connection import Database, record_str
@@ -44,7 +44,7 @@ _LANGUAGES = {"en": "English", "fr": "French", "de": "German", "es": "Spanish", 
               "nl": "Dutch"}
 
 
-class GenerateReport(BaseModel):
+class GenerateReport(Model):
     """What one `golden generate` did."""
 
     corpus: str

@@ -27,8 +27,8 @@ import hashlib
 import random
 from typing import Any, Optional
 
-from pydantic import BaseModel
 
+from ..model_base import Model
 from ..kappa import Agreement, agreement
 from .agreement import MODEL_RELEVANT, CalibrationPair, Orderings, calibration_draw, pair_texts, retriever_orderings
 from ..errors import InputError, on_interrupt
@@ -52,7 +52,7 @@ SAMPLE_ADVICE = {
 }
 
 
-class JudgeReport(BaseModel):
+class JudgeReport(Model):
     """What one `golden judge` did."""
 
     run: str

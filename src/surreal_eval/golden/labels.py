@@ -16,8 +16,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Optional
 
-from pydantic import BaseModel
 
+from ..model_base import Model
 from ..errors import InputError, Rejected
 from ..models import LabelProvenance
 from ..store.connection import Database, RecordID, record_str, to_record
@@ -30,7 +30,7 @@ __all__ = ["FileLabel", "Judgment", "LabelChange", "LabelsAdded", "StaleLabel", 
 SOURCES = ("human", "click", "model", "file", "table", "production-failure")
 
 
-class Judgment(BaseModel):
+class Judgment(Model):
     """What `golden label` did: the question, the document, its grade (0 or below: judged not relevant), the change."""
 
     golden: str
@@ -40,7 +40,7 @@ class Judgment(BaseModel):
     action: str
 
 
-class StaleLabel(BaseModel):
+class StaleLabel(Model):
     """A judgment whose document's text changed since it was made (or first seen)."""
 
     question: str
@@ -53,7 +53,7 @@ class StaleLabel(BaseModel):
     changed_seen_at: Optional[datetime] = None
 
 
-class LabelChange(BaseModel):
+class LabelChange(Model):
     """One change to a golden set (table seval_golden_change)."""
 
     golden: str
@@ -141,7 +141,7 @@ def set_provenance(db: Database, golden: str, given: dict[str, dict[str, LabelPr
     return db.value("RETURN fn::seval::set_provenance($name, $given)", {"name": golden, "given": rows})
 
 
-class FileLabel(BaseModel):
+class FileLabel(Model):
     """One judgment read from a file (`golden label --from-file`): where it was, the question, the document, its grade
     (0: judged not relevant) and why."""
 
@@ -153,7 +153,7 @@ class FileLabel(BaseModel):
     note: Optional[str] = None
 
 
-class LabelsAdded(BaseModel):
+class LabelsAdded(Model):
     """What `golden label --from-file` did: judgments added (by action), those already so (unchanged), lines with no grade yet."""
 
     golden: str

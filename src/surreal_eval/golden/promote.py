@@ -16,8 +16,9 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Optional
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator
+from pydantic import ConfigDict, Field, PrivateAttr, field_validator
 
+from ..model_base import Model
 from ..errors import ConfigError, InputError, NotFound
 from ..grammar import RecordKey
 from ..models import Question
@@ -33,7 +34,7 @@ __all__ = ["Promotion", "ProductionFailure", "keep_promoted", "promote_failures"
 PROMOTED = "production-failure"
 
 
-class ProductionFailure(BaseModel):
+class ProductionFailure(Model):
     """One line of a file of production failures: what a user asked and the document(s) that answered it."""
 
     model_config = ConfigDict(extra="forbid")
@@ -64,7 +65,7 @@ class ProductionFailure(BaseModel):
         return value
 
 
-class Promotion(BaseModel):
+class Promotion(Model):
     """What `golden promote` did: the golden set, the questions it created, merged or marked, the labels it added."""
 
     golden: str

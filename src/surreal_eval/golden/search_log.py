@@ -27,8 +27,9 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
+from pydantic import ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
+from ..model_base import Model
 from ..errors import InputError
 from ..load.rows import JSONL_SUFFIXES, _csv_rows, json_rows, validate_row
 
@@ -37,7 +38,7 @@ __all__ = ["Impression", "LogFormat", "QueryGroup", "group_queries", "normalise"
 LogFormat = Literal["auto", "jsonl", "csv"]
 
 
-class Impression(BaseModel):
+class Impression(Model):
     """One line of a search log: a query, the ids shown (best first), the ids clicked."""
 
     model_config = ConfigDict(extra="forbid")
@@ -167,7 +168,7 @@ def read_log(path: Path | str, *, format: LogFormat = "auto") -> Iterator[Impres
         raise InputError("the log holds no impression (the file is empty)", source=str(path))
 
 
-class QueryGroup(BaseModel):
+class QueryGroup(Model):
     """The impressions of one normalised query: how many, and the text most often typed for it."""
 
     normalised: str

@@ -25,8 +25,8 @@ from __future__ import annotations
 import re
 from typing import Optional
 
-from pydantic import BaseModel
 
+from ..model_base import Model
 from ..errors import InputError
 from ..store.analyzers import DEFAULT_ANALYZER, check_analyzer, record_analyzers
 from ..store.connection import Database
@@ -45,7 +45,7 @@ _INDEX_STATEMENTS = {
 }
 
 
-class AttachReport(BaseModel):
+class AttachReport(Model):
     """What an attach recorded: the table, its fields, the indexes used and those it defined."""
 
     table: str

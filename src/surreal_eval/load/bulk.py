@@ -38,8 +38,8 @@ from collections.abc import Callable, Iterable
 from functools import cache
 from typing import Any, Unpack
 
-from pydantic import BaseModel
 
+from ..model_base import Model
 from ..errors import ConfigError, on_interrupt
 from ..models import Article
 from ..store.analyzers import table_analyzer
@@ -72,7 +72,7 @@ QUESTIONS = "seval_question"
 _NOT_CORPUS = {QUESTIONS, "seval_run", "seval_ranking", "eval_result", "seval_config", "seval_script", "seval_corpus"}
 
 
-class LoadReport(BaseModel):
+class LoadReport(Model):
     """What one load wrote into one table."""
 
     table: str

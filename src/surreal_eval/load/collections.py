@@ -12,8 +12,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
-from pydantic import BaseModel, Field, PrivateAttr
+from pydantic import Field, PrivateAttr
 
+from ..model_base import Model
 from ..errors import InputError
 from ..models import Article, Question, data_problem, vector_problem
 from .rows import QUESTION_SPLITS, iter_documents_jsonl, json_rows, open_text, take_id, validate_row
@@ -89,7 +90,7 @@ def read_qrels(path: Path, *, format: Literal["beir", "trec"] = "trec") -> Qrels
     return qrels
 
 
-class _Query(BaseModel):
+class _Query(Model):
     id: str = Field(min_length=1)
     text: str
     embedding: list[float] | None = None

@@ -5,8 +5,8 @@ from __future__ import annotations
 import shlex
 from typing import Any
 
-from pydantic import BaseModel
 
+from ..model_base import Model
 from ..store.connection import Database, record_str
 from ..store.golden import golden_set, question_id
 from ..errors import ConfigError, NotFound, Rejected
@@ -14,7 +14,7 @@ from ..grammar import check_number, check_params
 from ..store.registry import resolve_retrievers
 
 
-class RankedHit(BaseModel):
+class RankedHit(Model):
     """One record a retriever returned: its rank, score, title and whether it is labelled."""
 
     rank: int
@@ -30,12 +30,12 @@ class RankedHit(BaseModel):
     snippet: str = ""
 
 
-class RetrieverView(BaseModel):
+class RetrieverView(Model):
     retriever: str
     hits: list[RankedHit]
 
 
-class Diagnosis(BaseModel):
+class Diagnosis(Model):
     """One question beside what each retriever returned for it (the lesson's diagnosis step)."""
 
     question: str

@@ -16,8 +16,8 @@ from urllib.parse import parse_qsl, urlsplit, urlunsplit
 
 import jmespath
 from jmespath.exceptions import JMESPathError
-from pydantic import BaseModel
 
+from ..model_base import Model
 from ..errors import ConfigError, EndpointFailed, InputError, NotFound, PermissionDenied
 from ..store.connection import Database, record_str, to_record
 from ..store.schema import identifier
@@ -33,7 +33,7 @@ _BARE_K = re.compile(r'(?<!")\{k\}(?!")')
 _OWNERS_ONLY = "only an owner (a system user) may register or remove endpoints: an evaluator may evaluate them"
 
 
-class Endpoint(BaseModel):
+class Endpoint(Model):
     """One registered search endpoint."""
 
     name: str

@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 
 import numpy as np
-from pydantic import BaseModel
 from surrealdb import RecordID
 
+from ..model_base import Model
 from ..load.run_files import trec_eval_float
 from ..store.connection import Database, record_str
 from ..store.golden import golden_set
@@ -29,7 +29,7 @@ def _require_run(db: Database, run: str | RecordID) -> RecordID:
     return resolve_run(db, run)
 
 
-class TrecRunFile(BaseModel):
+class TrecRunFile(Model):
     """A run as a TREC run file: its lines, and how many raw scores were lowered to keep the run's order."""
 
     lines: list[str]

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from pydantic import BaseModel
 
+from ..model_base import Model
 from ..models import RunSummary
 from ..store.connection import Database, record_str
 from .record import run_fields
@@ -18,7 +18,7 @@ from .record import run_fields
 __all__ = ["IngestEntry", "ShownFigure", "history", "shown", "unsettled_ingests"]
 
 
-class ShownFigure(BaseModel):
+class ShownFigure(Model):
     """One retriever's mean of `metric`@`k` in one run (None: the run did not measure it)."""
 
     retriever: str
@@ -43,7 +43,7 @@ def shown(run: RunSummary, metric: str, k: int | None = None) -> list[ShownFigur
     return [ShownFigure(retriever=name, metric=metric, k=at, value=run.mean(name, metric, at)) for name in run.retrievers]
 
 
-class IngestEntry(BaseModel):
+class IngestEntry(Model):
     """An ingest no run settled: `pending` (its evaluation has not run: `surreal-eval watch drain`), `running`, or
     `failed` with `error`, the one line the command line printed (surql/watch.surql)."""
 

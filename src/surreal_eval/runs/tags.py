@@ -10,9 +10,9 @@ from __future__ import annotations
 import re
 from datetime import datetime
 
-from pydantic import BaseModel
 from surrealdb import RecordID
 
+from ..model_base import Model
 from ..errors import ConfigError, NotFound, PermissionDenied
 from ..store.access import require_owner
 from ..store.connection import Database, record_str
@@ -29,7 +29,7 @@ _RUN_ID = re.compile(r"[a-z0-9]{20}")
 _DELETING = "deleting runs rewrites history"
 
 
-class Tagged(BaseModel):
+class Tagged(Model):
     """What `tag_run` or `untag` did: tag `name` now names `run` (None: removed) and named `before`."""
 
     name: str
@@ -37,7 +37,7 @@ class Tagged(BaseModel):
     before: str | None = None
 
 
-class TagRow(BaseModel):
+class TagRow(Model):
     """A tag as `tag list` shows it: its name, the run it names, who put it there and when."""
 
     name: str
@@ -46,7 +46,7 @@ class TagRow(BaseModel):
     at: datetime
 
 
-class RemovedRun(BaseModel):
+class RemovedRun(Model):
     """A run `delete_runs` or `prune_runs` removed (or, with dry_run, would remove)."""
 
     run: str

@@ -5,8 +5,8 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
-from pydantic import BaseModel
 
+from ..model_base import Model
 from ..store.connection import Database, RecordID, record_str
 from ..store.golden import golden_rows, golden_set
 from ..errors import ConfigError, Rejected, on_interrupt
@@ -27,7 +27,7 @@ TUNABLE = ("floor", "rrf_k", "weights", "knn_ef")
 ANN_RECALL = "ann_recall"
 
 
-class TuneResult(BaseModel):
+class TuneResult(Model):
     """The sweep on the tuning questions, the value chosen, and the run that reports it."""
 
     param: str

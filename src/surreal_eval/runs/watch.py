@@ -19,10 +19,9 @@ import logging
 import threading
 from typing import Any, Callable
 
-from pydantic import BaseModel
-
 from ..errors import SurrealEvalError, on_interrupt
 from ..grammar import check_number, check_params
+from ..model_base import Model
 from ..store.access import require_owner
 from ..store.connection import Database, record_str
 from ..store.record_ids import to_record
@@ -38,7 +37,7 @@ log = logging.getLogger(__name__)
 STALE_EMBEDDED, STALE_SERVER = "0s", "1d"
 
 
-class IngestRun(BaseModel):
+class IngestRun(Model):
     """The evaluation made after one or more ingests into one corpus table."""
 
     corpus: str
@@ -58,7 +57,7 @@ class IngestRun(BaseModel):
     since: dict[str, Any] | None = None
 
 
-class DrainReport(BaseModel):
+class DrainReport(Model):
     """What one drain evaluated."""
 
     watched: bool

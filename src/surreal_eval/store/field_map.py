@@ -6,8 +6,9 @@ from __future__ import annotations
 
 from typing import Any, Optional, TypeVar
 
-from pydantic import BaseModel, ConfigDict, ValidationInfo, field_validator
+from pydantic import ConfigDict, ValidationInfo, field_validator
 
+from ..model_base import Model
 from .names import field_path
 
 __all__ = ["CorpusFields", "FieldMap", "GoldenFields"]
@@ -15,7 +16,7 @@ __all__ = ["CorpusFields", "FieldMap", "GoldenFields"]
 M = TypeVar("M", bound="FieldMap")
 
 
-class FieldMap(BaseModel):
+class FieldMap(Model):
     """Fields of a user's table by what they hold, each a field or a path into nested objects (`metadata.title`); an
     optional one not given, None or empty: the table has none. A name that is no field is a ConfigError naming the
     option that gives it (--NAME field)."""

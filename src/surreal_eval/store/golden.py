@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-from pydantic import BaseModel
 
+from ..model_base import Model
 from .connection import Database, RecordID, to_record
 
 __all__ = ["OWN_GOLDEN", "GoldenSet", "golden_set", "golden_rows", "question_id"]
@@ -16,7 +16,7 @@ __all__ = ["OWN_GOLDEN", "GoldenSet", "golden_set", "golden_rows", "question_id"
 OWN_GOLDEN = "seval_question"
 
 
-class GoldenSet(BaseModel):
+class GoldenSet(Model):
     """A row of the seval_golden registry: the table, whether it is the user's (attached), and the field
     holding each thing the harness reads of a question (None: the table has none)."""
 

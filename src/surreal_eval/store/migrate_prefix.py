@@ -35,8 +35,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
-from pydantic import BaseModel
 
+from ..model_base import Model
 from .analyzers import analyzer_of, record_analyzers
 from .connection import Database
 from .migrate_rows import copy_rows, insert_rows, prefixed_names, removals, renamed
@@ -67,7 +67,7 @@ OLD_GOLDEN = "RETURN crypto::sha256(<string> (SELECT id, text, relevant, grades,
 _FUNCTION = re.compile(r" FUNCTION fn::(\S+)")
 
 
-class MigrationReport(BaseModel):
+class MigrationReport(Model):
     """What `migrate` moved, carried over, dropped and removed (`migrated` False: there was nothing to migrate)."""
 
     migrated: bool

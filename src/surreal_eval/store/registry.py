@@ -10,8 +10,9 @@ import json
 import re
 from typing import Any
 
-from pydantic import BaseModel, computed_field
+from pydantic import computed_field
 
+from ..model_base import Model
 from .connection import Database
 from .schema import surql_dir
 from .signatures import bind_parameters, function_parameters
@@ -23,7 +24,7 @@ __all__ = ["HARNESS_RETRIEVERS", "Retriever", "registry", "resolve_retrievers", 
 _SEEDED = re.compile(r"^UPSERT seval_retriever:([A-Za-z_][A-Za-z0-9_]*) ", re.MULTILINE)
 
 
-class Retriever(BaseModel):
+class Retriever(Model):
     """One registry row: the candidate lists it fuses, how, and where it comes in reports."""
 
     name: str

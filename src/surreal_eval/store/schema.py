@@ -9,8 +9,9 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
 
+from ..model_base import Model
 from .analyzers import record_analyzers, table_analyzer
 from .bm25_fields import bm25_fields, bm25_predicates
 from .connection import Database
@@ -72,7 +73,7 @@ DEMO_DIMENSION = 4
 
 _EACH = re.compile(r"^-- each (content|embedding|bm25)\n(.*?)^-- end\n", re.MULTILINE | re.DOTALL)
 
-class HarnessConfig(BaseModel):
+class HarnessConfig(Model):
     """The literals the harness is rendered with; stored in the database as `seval_config:current`."""
 
     model_config = ConfigDict(frozen=True)

@@ -5,8 +5,9 @@ from __future__ import annotations
 import os
 from typing import Mapping
 
-from pydantic import BaseModel, ConfigDict, SecretStr
+from pydantic import ConfigDict, SecretStr
 
+from ..model_base import Model
 from .defaults import DEFAULT_URL
 from .urls import EMBEDDED_SCHEMES
 
@@ -15,7 +16,7 @@ __all__ = ["Settings", "DEFAULT_URL", "ENV_PREFIX"]
 ENV_PREFIX = "SURREAL_EVAL_"
 
 
-class Settings(BaseModel):
+class Settings(Model):
     """Where to connect. The password is a SecretStr: it never appears in repr, str or logs."""
 
     model_config = ConfigDict(frozen=True)

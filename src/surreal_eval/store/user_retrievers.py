@@ -21,8 +21,8 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-from pydantic import BaseModel
 
+from ..model_base import Model
 from .connection import Database, record_str
 from .golden import golden_rows, golden_set
 from .registry import registry
@@ -42,7 +42,7 @@ SHALLOW_K = 3
 BUILTIN_LISTS = ("bm25", "vector")
 
 
-class AddedRetriever(BaseModel):
+class AddedRetriever(Model):
     """What `retriever add` registered: the row, and what the function returned on the registration call."""
 
     name: str
