@@ -206,6 +206,10 @@ ATTACKS = [
     f"CREATE seval_run_label CONTENT {{ run: {FINISHED}, question: seval_question:signin, relevant: [], grades: [] }}",
     f"CREATE type::record('seval_run_label', [{FINISHED}, seval_question:forged]) CONTENT {{ run: {FINISHED}, "
     "question: seval_question:forged, relevant: [], grades: [] }",
+    # the judgments' digests a system user's runs find stale labels by: never emptied, forged or dropped
+    "UPDATE seval_label_pairs SET pairs = []",
+    "UPSERT seval_label_pairs:seval_question CONTENT { pairs: [] }",
+    "DELETE seval_label_pairs",
     # the other harness tables
     "UPDATE seval_script SET checksum = 'forged'",
     "DELETE seval_script",
@@ -248,7 +252,7 @@ ATTACKS = [
     "REMOVE FUNCTION fn::seval::finish_run",
     "REMOVE TABLE seval_run",
 ]
-HARNESS_TABLES = ["seval_run", "seval_ranking", "seval_run_label", "seval_script", "seval_config", "seval_watch",
+HARNESS_TABLES = ["seval_run", "seval_ranking", "seval_run_label", "seval_label_pairs", "seval_script", "seval_config", "seval_watch",
                   "seval_ingest", "seval_corpus", "seval_ingest_journal", "seval_article", "seval_question", "seval_candidate_cache",
                   "seval_engine_check"]
 

@@ -12,7 +12,7 @@ from surreal_eval.errors import InputError, PermissionDenied, Rejected
 from surreal_eval.golden.files import load_golden
 from surreal_eval.golden.labels import add_label, golden_history, stale_labels
 from surreal_eval.present.cli import app
-from surreal_eval.store.record_ids import to_record
+from surreal_eval.store.record_ids import record_str, to_record
 
 from .conftest import as_evaluator, assert_cli_refuses_the_evaluator, demo_tables, evaluator_store, peak_memory_mb, snapshot
 
@@ -308,3 +308,30 @@ def test_a_run_keeps_each_questions_labels_once_and_a_run_that_kept_them_in_ever
     after = evaluate(seeded, ks=[1, 3], intervals=False, per_question=True)
     assert after.retrieval.get("copied") == len(questions)
     assert [r.scores for r in after.per_question] == [r.scores for r in report.per_question]
+
+
+def test_the_judgments_digests_are_read_once_kept_and_dropped_by_any_change_to_the_judgments(seeded, tmp_path):
+    def kept():
+        return seeded.value("SELECT VALUE pairs FROM ONLY seval_label_pairs:seval_question")
+
+    def pairs():  # read from every judgment, as a run read them before they were kept
+        made = seeded.value("SELECT doc, digest FROM seval_label WHERE golden = 'seval_question' AND digest != NONE")
+        return sorted({(record_str(m["doc"]), m["digest"]) for m in made})
+
+    assert kept() is None
+    evaluate(seeded, ks=[1])
+    assert sorted((record_str(d), g) for d, g in kept()) == pairs()
+    # a rewritten document is found stale through the kept pairs, as through every judgment
+    seeded.query("UPDATE seval_article:refund_request SET content = 'Store credit is issued within a week.'")
+    assert evaluate(seeded, ks=[1]).golden["stale"] == 1
+    # any change to the judgments drops them; the next run keeps them again, the new judgment's with them
+    add_label(seeded, "money_back", "update_payment", note="it does answer it", by="ana")
+    assert kept() is None
+    evaluate(seeded, ks=[1])
+    assert sorted((record_str(d), g) for d, g in kept()) == pairs()
+    assert "seval_article:update_payment" in {record_str(d) for d, _ in kept()}
+    # an evaluator's run reads them without keeping them (it may write nothing but its runs)
+    url = evaluator_store(tmp_path / "store")
+    with as_evaluator(url) as db:
+        assert evaluate(db, ks=[1]).golden["stale"] == 0
+        assert db.value("SELECT VALUE id FROM seval_label_pairs") == []
