@@ -158,6 +158,21 @@ def test_what_fell_after_an_ingest_reads_only_the_questions_scored_again_and_fin
     assert fell == whole and any(f.retriever == "vector" and f.metric == "recall@1" for f in fell)
 
 
+def test_a_runs_scores_for_some_questions_are_those_of_its_whole_results_whichever_way_they_are_read(seeded):
+    # a few questions are read question by question, a quarter of the run's or more retriever by retriever
+    run = to_record(evaluate(seeded, ks=[1, 3]).run, "seval_run")
+    questions = seeded.value("SELECT VALUE id FROM seval_question ORDER BY id")
+    whole = seeded.value("RETURN fn::seval::run_results($r, NONE, false)", {"r": run})
+
+    def key(r):
+        return (record_str(r["question"]), r["retriever"], r.get("floor") or 0, r["k"])
+
+    for some in (questions[:1], questions[1:]):
+        got = seeded.value("RETURN fn::seval::run_results($r, $q, true)", {"r": run, "q": some})
+        wanted = [{**r, "ranked": [], "relevant": []} for r in whole if r["question"] in some]
+        assert sorted(got, key=key) == sorted(wanted, key=key) and got
+
+
 def test_the_cli_says_what_broke_a_question_after_a_watched_load_and_in_compare(tmp_path):
     store = f"surrealkv://{tmp_path / 's'}"
     with connect(Settings(url=store)) as db:
