@@ -372,7 +372,9 @@ def store_rankings(db: Database, run: str, count: int, depth: int = SCORED_DEPTH
                        label="cost_floor S rankings").run
         source = f"an untimed hybrid run at depth {SCORED_DEPTH}"
     rows = db.value(
-        "SELECT question, ranked, relevant, grades FROM seval_ranking WHERE run = $run AND retriever = 'hybrid' ORDER BY question",
+        "SELECT question, ranked, type::record('seval_run_label', [run, question]).relevant AS relevant, "
+        "type::record('seval_run_label', [run, question]).grades AS grades FROM seval_ranking WHERE run = $run AND retriever = 'hybrid' "
+        "ORDER BY question",
         {"run": to_record(run, "seval_run")})
     copies = [{**rows[i % len(rows)], "copy": i // len(rows)} for i in range(count)]
     db.query("REMOVE TABLE IF EXISTS bench_ranking; DEFINE TABLE bench_ranking SCHEMALESS;")
