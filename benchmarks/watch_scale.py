@@ -17,13 +17,15 @@ and Python, start to exit).
   (a) commit     the writer's own transaction, as an application writes it: `BEGIN; INSERT` the documents
                  `; CREATE seval_ingest ...; COMMIT`, with watch on and off, alternating 40 times each in one
                  process (a new batch of ids each time): the ratio of the medians (goal <= 1.05)
-  (b) after      `surreal-eval watch --drain` after that ingest: the incremental run (vector lists merged, BM25
+  (b) after      `drain_ingests` (what `surreal-eval watch drain` runs) after that ingest: the incremental run (vector lists merged, BM25
                  lists rescored at the new statistics where certain, else fetched, questions ranked alike copied
                  from the run it follows; the ingest names nothing, so the run reads the records written since the
                  state was read, with the margin fn::seval::write_margin made 0 s in the base store, loaded seconds
                  before: see base_store), against
-      fresh      `surreal-eval evaluate --k 1,3,5,10 --fresh` on the same state: every list fetched, every
-                 question scored (goal on Debian: after / fresh <= 0.1)
+      fresh      a fresh full evaluation on the same state, what `surreal-eval evaluate --k 1,3,5,10 --fresh` runs
+                 without its bootstrap intervals and its printing (the library's `evaluate(fresh=True,
+                 intervals=False)` in a process of its own): every list fetched, every question scored (goal on
+                 Debian: after / fresh <= 0.1)
   next           (b) after the ingest that follows it (another --documents new documents), on the same store: the
                  run an ingest in a watched chain costs once the lists have been certified or brought up to date
                  since they were fetched (what the first run after a fresh one reads once: each BM25 list's
@@ -31,7 +33,8 @@ and Python, start to exit).
   named          (b) after the same ingest, its row naming the records it added (`added: [...], changed: [],
                  removed: []`): the run reads those and the corpus's state, not every record
   load+after     `surreal-eval load corpus` of the same documents on a watched store (the load, then the
-                 evaluation after its commit), against `fresh`: the issue's "watched load and its evaluation"
+                 evaluation after its commit, and its report of what fell and what broke it), against `fresh`: the
+                 issue's "watched load and its evaluation"; each round's ratio, and the ratio of their CPU times
   unchanged      an evaluation with nothing changed since the run it follows (no ingest): every list reused and
                  every question copied, the least any run costs in the harness's present design, against `fresh`
   (c) memory     the peak resident memory of the after and fresh processes
@@ -334,8 +337,11 @@ def show(result: Result) -> None:
     print(f"      after an ingest whose row names its records (the run reads those, not every record) / fresh: "
           f"{own_named:.2f} / {own_fresh:.2f} s = {own_named / own_fresh:.3f} (as processes: {result.median('named'):.2f} / "
           f"{fresh:.2f} s = {result.median('named') / fresh:.3f})")
+    rounds = ", ".join(f"{a.seconds / f.seconds:.3f}" for a, f in zip(result.load_after, result.fresh))
+    load_cpu, fresh_cpu = result.median("load_after", "cpu_seconds"), result.median("fresh", "cpu_seconds")
     print(f"      the watched load and its evaluation (`load corpus`, one process) / fresh: "
-          f"{result.median('load_after'):.2f} / {fresh:.2f} s = {result.median('load_after') / fresh:.3f}")
+          f"{result.median('load_after'):.2f} / {fresh:.2f} s = {result.median('load_after') / fresh:.3f} (each round's: {rounds}); "
+          f"its CPU time (user + system): {load_cpu:.1f} / {fresh_cpu:.1f} s = {load_cpu / fresh_cpu:.3f}")
     own_same = statistics.median(p.said["seconds"] for p in result.unchanged)
     print(f"      an evaluation with nothing changed (every list reused, every question copied) / fresh: {own_same:.2f} / "
           f"{own_fresh:.2f} s = {own_same / own_fresh:.3f}")

@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 
 from surreal_eval import Settings, connect
 from surreal_eval.analysis.gate import _verdict
-from surreal_eval.present.cli import EXIT_CODES, app, run_cli
+from surreal_eval.present.cli import EXIT_CODES, app, invoked_name, only_invoked, run_cli
 from surreal_eval.stats import format_p
 
 from .test_access import PASSWORD, store  # noqa: F401 - store is a fixture
@@ -194,3 +194,37 @@ def test_init_on_an_unchanged_store_applies_nothing_but_a_changed_config_applies
         assert db.value("SELECT VALUE knn_ef FROM ONLY seval_config:current") == 50
     finally:
         db.close()
+
+
+@pytest.mark.parametrize("args, name", [
+    (["--url", "mem://", "--debug", "evaluate", "--k", "1"], "evaluate"),
+    (["--url=mem://", "--ns", "a", "runs", "list"], "runs"),
+    (["evaluate", "--url", "mem://"], "evaluate"),
+    (["--debug", "--", "evaluate"], None),
+    (["--help"], None),
+    (["--version"], None),
+    (["--url"], None),
+    ([], None),
+])
+def test_the_command_a_line_invokes_is_its_first_word_after_the_global_options(args, name):
+    assert invoked_name(args) == name
+
+
+def test_a_command_line_builds_only_the_command_it_invokes_and_one_naming_none_finds_them_all(capsys):
+    everything = (list(app.registered_commands), list(app.registered_groups))
+    with only_invoked(["--url", "mem://", "load", "corpus", "docs.jsonl"]):
+        assert app.registered_commands == [] and [g.name for g in app.registered_groups] == ["load"]
+    with only_invoked(["--url", "mem://", "evaluate"]):
+        assert [c.name or c.callback.__name__ for c in app.registered_commands] == ["evaluate"] and app.registered_groups == []
+    assert (app.registered_commands, app.registered_groups) == everything
+    for args in (["evalute"], ["--help"]):
+        with only_invoked(args):
+            assert (app.registered_commands, app.registered_groups) == everything
+    # a misspelt command is told the name near it; help lists every command, in order
+    assert run_cli(["evalute"]) == 2
+    assert "did you mean 'evaluate'?" in capsys.readouterr().err
+    assert run_cli(["--help"]) == 0
+    listed = capsys.readouterr().out
+    assert all(name in listed for name in ("demo", "evaluate", "compare", "watch", "golden", "runs"))
+    assert listed.index(" demo ") < listed.index(" evaluate ") < listed.index(" compare ")
+    assert (app.registered_commands, app.registered_groups) == everything

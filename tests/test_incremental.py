@@ -223,7 +223,9 @@ def test_a_bm25_state_that_no_longer_gives_the_kept_scores_makes_the_lists_be_fe
 
 def test_the_bm25_state_counts_what_the_index_counts(seeded):
     evaluate(seeded, ks=[3])
-    load_corpus(seeded, [DECOY])
+    # terms moved by one and by more (a word new to the corpus in both records added, one it held in both), and down
+    twin = Article(id="decoy_twin", title="Quarterly parcel zyzzyva", content="Zyzzyva newsletter", embedding=[0.1, 0.1, 0.9, 0.1])
+    load_corpus(seeded, [DECOY.model_copy(update={"content": "Our quarterly newsletter about the zyzzyva"}), twin])
     seeded.query("DELETE seval_article:contact_support; UPDATE seval_article:track_order SET content = 'Where is my parcel?'")
     evaluate(seeded, ks=[3])
     state = seeded.value("RETURN type::record('seval_corpus', 'seval_article').state.bm25")
