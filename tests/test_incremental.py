@@ -752,3 +752,25 @@ def test_a_list_certified_on_its_first_entries_statistics_is_merged_on_all_of_th
     assert len(kept["stats"]["len"]) == len(kept["hits"]) and kept["stats"]["n"] is not None
     fresh = evaluate(seeded, ks=[1], fresh=True, keep_lists=False, intervals=False, params={"floors": after.params["floors"]})
     assert_records_alike(seeded, after.run, fresh.run)
+
+
+def test_work_given_meanwhile_is_done_while_the_statements_are_in_flight_and_its_failure_fails_none_of_them(db):
+    seen: list[str] = []
+    calls = [("SLEEP 200ms; RETURN $n", {"n": n}) for n in range(2)]
+    done = db.query_many(calls, concurrency=2, progress=lambda n: seen.append(f"done {n}"),
+                         meanwhile=lambda: seen.append("meanwhile"))
+    assert [d[-1] for d in done] == [0, 1] and seen[0] == "meanwhile" and seen[1:] == ["done 1", "done 2"]
+
+    def fails() -> None:
+        raise ValueError("an import that fails here fails again where it is needed")
+
+    assert [d[-1] for d in db.query_many(calls, meanwhile=fails)] == [0, 1]
+
+
+def test_an_evaluation_and_a_drain_do_the_callers_work_once_while_the_questions_are_evaluated(seeded):
+    asked: list[str] = []
+    evaluate(seeded, ks=[3], intervals=False, meanwhile=lambda: asked.append("evaluate"))
+    set_watch(seeded, ks=[3])
+    load_corpus(seeded, [DECOY])
+    drain_ingests(seeded, meanwhile=lambda: asked.append("drain"))
+    assert asked == ["evaluate", "drain"]

@@ -8,9 +8,10 @@ from ..model_base import Model
 from ..models import RunReport
 from ..runs.record import load_run, resolve_run, results_of
 from ..store.connection import Database
+from .blame import Culprit, Entered, InputList, Pushed
 from .compare import TOLERANCE, QuestionDelta, metric_specs, paired_scores, report_index
 
-__all__ = ["Fell", "what_fell", "what_fell_after"]
+__all__ = ["Fell", "prepare_what_fell", "what_fell", "what_fell_after"]
 
 class Fell(Model):
     """A retriever and metric@k on which questions fell from run A to run B: their means over the questions both
@@ -43,6 +44,14 @@ def what_fell(a: RunReport, b: RunReport, *, run_means: bool = False) -> list[Fe
                              mean_b=sum(scores_b[q] for q in paired) / len(paired) if mean_b is None else mean_b,
                              broken=sorted(broken, key=lambda d: (-abs(d.after - d.before), d.question))))
     return fell
+
+
+def prepare_what_fell() -> None:
+    """Build ahead the models what fell after an ingest and what broke it are read into (each is built when first
+    used: model_base.Model), for a caller that can do it while the engine works (a watched load: during the
+    questions' statements of the run after its ingest)."""
+    for model in (QuestionDelta, Fell, Entered, Pushed, InputList, Culprit):
+        model.model_rebuild()
 
 
 def what_fell_after(db: Database, base: str, run: str) -> tuple[list[Fell], RunReport, RunReport]:

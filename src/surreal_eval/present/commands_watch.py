@@ -70,6 +70,14 @@ def _said(done: IngestRun) -> str:
     return line
 
 
+def _prepare_culprits() -> None:
+    """What `_show_worse` needs of Python (its modules, its models), made ready while the engine evaluates."""
+    from ..analysis.fell import prepare_what_fell
+    from . import analysis_tables  # noqa: F401
+
+    prepare_what_fell()
+
+
 def _show_drain(db: Database, report: DrainReport, *, culprits: bool = True) -> None:
     """Each evaluation of the drain in one line, and for a run that got worse than the one it follows, what broke it."""
     for done in report.evaluated:
@@ -116,7 +124,8 @@ def after_ingest(ingest: str | None, db: Database | None = None) -> None:
         plain(err, f"evaluating after the ingest {ingest} (surreal-eval watch) ...")
         progress = Progress()
         try:
-            report = drain_ingests(db, progress=lambda done, total: progress("evaluating after the ingest", done, total))
+            report = drain_ingests(db, progress=lambda done, total: progress("evaluating after the ingest", done, total),
+                                   meanwhile=_prepare_culprits)
         finally:
             progress.close()
         _show_drain(db, report)
@@ -189,7 +198,8 @@ def _drain(*, follow: bool, every: float, as_json: bool) -> None:
     def once(db: Database) -> DrainReport:
         progress = Progress()
         try:
-            report = drain_ingests(db, progress=lambda done, total: progress("evaluating pending ingests", done, total))
+            report = drain_ingests(db, progress=lambda done, total: progress("evaluating pending ingests", done, total),
+                                   meanwhile=None if as_json else _prepare_culprits)
         finally:
             progress.close()
         if as_json:

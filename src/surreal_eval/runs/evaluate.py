@@ -16,7 +16,8 @@ from ..store.golden import golden_rows, golden_set
 from ..grammar import DEFAULT_KS, check_number, check_params
 from ..store.registry import resolve_retrievers
 from ..models import RunReport
-from .record import load_run, report_from_row
+from ..stats import prepare_intervals
+from .record import load_run, prepare_report, report_from_row
 from .sources import with_source_means
 from .endpoints import endpoint_rankings, split_endpoints
 from .rerank import SUFFIX, Rerank, check_rerank, rerank_stage
@@ -62,6 +63,7 @@ def evaluate(
     ingests: Sequence[Any] | None = None,
     keep_lists: bool = True,
     verify: bool = False,
+    meanwhile: Callable[[], None] | None = None,
 ) -> RunReport:
     """Evaluate the golden set in the database (fn::seval::run_evaluation), record the run, return its report.
 
@@ -76,7 +78,9 @@ def evaluate(
     scores of the run's candidate lists, read in batches first and ranked from (fn::seval::keep_floors).
     The engine checks run first (EngineCheckFailed: no run). The questions are scored in batches with `concurrency` statements in flight
     (default CONCURRENCY); the run becomes visible in history only when every question is scored,
-    and a failure discards it. `progress(done, total)` is called as batches of questions finish.
+    and a failure discards it. `progress(done, total)` is called as batches of questions finish; `meanwhile()` once
+    the questions' statements are in flight, in the caller's thread (Python work for after the run, done while the
+    engine works: the report's models and numpy for the intervals are made ready so too).
     `supplied` holds rankings made outside the database, scored beside the registry's retrievers
     (only them when `retrievers` is None): its `rankings` give, per retriever name, each question's
     ranked [{id, score}] (a question left out is an empty ranking), and its `record` is stored in the
@@ -156,8 +160,11 @@ def evaluate(
                 scores = _batched(db, [("RETURN fn::seval::floor_scores($run, $ids)", {"run": run, "ids": call["ids"]})
                                        for _, call in calls], concurrency)
                 db.value("RETURN fn::seval::keep_floors($run, $scores)", {"run": run, "scores": [s for batch in scores for s in batch]})
+            # while the engine works on the questions, what comes after them is made ready here: the report's models,
+            # numpy for the intervals, and what the caller asks (`meanwhile`)
             _batched(db, calls, concurrency,
-                     (lambda n: progress(done_after[n - 1], len(questions))) if progress else None)
+                     (lambda n: progress(done_after[n - 1], len(questions))) if progress else None,
+                     meanwhile=lambda: _prepare(intervals, meanwhile))
             if not record:
                 row = db.value("RETURN fn::seval::unrecorded_run($run)", {"run": run})
                 report = report_from_row(db, run, row, per_question=per_question, intervals=intervals)
@@ -200,14 +207,25 @@ def _split(questions: list[Any], batch: int, concurrency: int | None) -> list[li
     return [questions[a:b] for a, b in zip(bounds, bounds[1:]) if b > a]
 
 
+def _prepare(intervals: bool, meanwhile: Callable[[], None] | None) -> None:
+    """What a run's end needs of Python, made ready while the engine works on its questions: the report's models
+    (about 7 ms), numpy when it has intervals (about 80 ms), and the caller's `meanwhile`."""
+    prepare_report()
+    if intervals:
+        prepare_intervals()
+    if meanwhile is not None:
+        meanwhile()
+
+
 def _batched(db: Database, calls: list[tuple[str, dict[str, Any]]], concurrency: int | None,
-             progress: Callable[[int], None] | None = None) -> list[Any]:
+             progress: Callable[[int], None] | None = None, *, meanwhile: Callable[[], None] | None = None) -> list[Any]:
     """The value of each call, `concurrency` (default CONCURRENCY) in flight, in groups between which an embedded
-    store may flush; `progress(calls done)` as they finish."""
+    store may flush; `progress(calls done)` as they finish; `meanwhile()` once, while the first group is in flight."""
     values: list[Any] = []
     for start in range(0, len(calls), GROUP):
         done = db.query_many(calls[start : start + GROUP], concurrency=concurrency or CONCURRENCY,
-                             progress=(lambda n, s=start: progress(s + n)) if progress else None)
+                             progress=(lambda n, s=start: progress(s + n)) if progress else None,
+                             meanwhile=meanwhile if start == 0 else None)
         values += [result[-1] if result else None for result in done]
         db.flush_if_full()
     return values

@@ -62,6 +62,13 @@ def plain_ids(value: Any) -> Any:
     return value
 
 
+def prepare_report() -> None:
+    """Build ahead the models a run's report is read into (each is built when first used: model_base.Model), for a
+    caller that can do it while the engine works (evaluate: during the questions' statements)."""
+    for model in (Bounds, MetricRow, SweepRow, EngineCheck, QuestionResult, RunReport):
+        model.model_rebuild()
+
+
 def load_run(
     db: Database, run: str | RecordID, *, per_question: bool = False, intervals: bool = True,
     questions: list[RecordID] | None = None, scores_only: bool = False, results: list[dict] | None = None,

@@ -137,9 +137,8 @@ def _close_open_databases() -> None:
 class Database:
     """An open connection to one namespace and database. Values always travel as parameters.
 
-    The SDK's async client runs on a private event loop, so `query` blocks like a plain call while
-    `query_many` can keep several statements in flight on one connection (the embedded engine
-    then uses both cores; threads over the blocking client do not).
+    The SDK's async client runs on a private event loop, so `query` blocks like a plain call while `query_many` can keep several
+    statements in flight on one connection (the embedded engine then uses both cores; threads over the blocking client do not).
     """
 
     def __init__(self, client: Any, settings: Settings, loop: LoopThread) -> None:
@@ -184,14 +183,13 @@ class Database:
             raise translate(error, self.settings) from error
         return True
 
-    def _wait(self, coro: Coroutine[Any, Any, T], interrupted: Callable[[], None] | None = None) -> T:
-        """`coro` run on the connection's loop; interrupted, a statement in flight is dropped (embedded) or finished (LoopThread.run)."""
-        return self._loop.run(coro, drop=self.settings.is_embedded, interrupted=interrupted)
+    def _wait(self, coro: Coroutine[Any, Any, T], interrupted: Callable[[], None] | None = None, meanwhile: Callable[[], None] | None = None) -> T:
+        """`coro` run on the connection's loop, `meanwhile()` as it runs; interrupted, a statement in flight is dropped (embedded) or finished."""
+        return self._loop.run(coro, drop=self.settings.is_embedded, interrupted=interrupted, meanwhile=meanwhile)
 
     async def _execute(self, sql: str, params: dict[str, Any]) -> list[Any]:
-        """One statement text, run again (up to 5 times, a short random wait between) when the engine
-        says its transaction met another's write and can be retried: nothing of it was applied. A
-        text of several transactions is not run again (one_transaction): its earlier ones were applied."""
+        """One statement text, run again (up to 5 times, a short random wait between) when the engine says its transaction met another's
+        write and can be retried: nothing of it was applied. A text of several transactions is not run again (one_transaction): its earlier ones were."""
         attempts = 5 if one_transaction(sql) else 1
         async for attempt in AsyncRetrying(retry=retry_if_exception(retryable), stop=stop_after_attempt(attempts),
                                            wait=wait_random_exponential(multiplier=0.05, max=1), reraise=True):
@@ -212,13 +210,14 @@ class Database:
         *,
         concurrency: int = 2,
         progress: Callable[[int], None] | None = None,
+        meanwhile: Callable[[], None] | None = None,
     ) -> list[list[Any]]:
         """Run several queries with up to `concurrency` in flight; their results in the order given.
 
-        `concurrency` workers take the calls in order, so memory does not grow with their number
-        (one coroutine per call held ~4 KB each). `progress` is called with the number of queries
-        finished so far, as each one finishes. After a failure no further query starts; the first
-        failure is raised (as ours) once the queries in flight have finished.
+        `concurrency` workers take the calls in order, so memory does not grow with their number (one coroutine per call
+        held ~4 KB each). `progress` is called with the number of queries finished so far, as each one finishes. After a
+        failure no further query starts; the first failure is raised (as ours) once the queries in flight have finished.
+        `meanwhile()`: work for after them, done in this thread while the engine runs them (LoopThread.run).
         """
         done = 0
         results: list[Any] = [None] * len(calls)
@@ -243,7 +242,7 @@ class Database:
             await asyncio.gather(*(worker() for _ in range(max(1, concurrency))))
 
         # interrupted: no further query starts; those in flight are dropped (embedded) or finish (server)
-        self._wait(run_all(), interrupted=lambda: failures.append(KeyboardInterrupt()))
+        self._wait(run_all(), interrupted=lambda: failures.append(KeyboardInterrupt()), meanwhile=meanwhile)
         if failures:
             if isinstance(failures[0], SurrealError):
                 raise translate(failures[0], self.settings) from failures[0]

@@ -5,10 +5,13 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import logging
 import threading
 from typing import Any, Callable, Coroutine, TypeVar
 
 __all__ = ["LoopThread"]
+
+log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 #: Seconds between two looks at a signal while waiting: the interpreter runs Python's signal handlers
@@ -24,13 +27,22 @@ class LoopThread:
         self._thread = threading.Thread(target=self.loop.run_forever, name="surreal-eval-db", daemon=True)
         self._thread.start()
 
-    def run(self, coro: Coroutine[Any, Any, T], *, drop: bool = True, interrupted: Callable[[], None] | None = None) -> T:
+    def run(self, coro: Coroutine[Any, Any, T], *, drop: bool = True, interrupted: Callable[[], None] | None = None,
+            meanwhile: Callable[[], None] | None = None) -> T:
         """`coro` run on the loop, waited for. Interrupted (Ctrl-C), nothing is left running behind the caller
         (who may go on to discard a run or undo a load): `interrupted()` is called (it stops what has not
         started) and `coro` is cancelled at once with `drop` (the embedded engine drops a statement in flight,
-        uncommitted), else waited for (a server finishes a statement it was sent whatever the client does)."""
+        uncommitted), else waited for (a server finishes a statement it was sent whatever the client does).
+        `meanwhile()` is called in the caller's thread once `coro` is running: Python work the caller needs after it
+        (imports, say), done while the engine works on its own threads. Should it fail, the failure is left to the
+        caller's own use of that work, which meets it again."""
         future = asyncio.run_coroutine_threadsafe(coro, self.loop)
         try:
+            if meanwhile is not None:
+                try:
+                    meanwhile()
+                except Exception:  # noqa: BLE001 - met again, and raised, where the work is needed
+                    log.debug("work done meanwhile failed", exc_info=True)
             while True:  # woken every POLL s: Ctrl-C is raised here even when the signal reached another thread
                 try:
                     return future.result(timeout=POLL)
