@@ -80,11 +80,11 @@ class PairedComparison(Model):
     exact: bool
 
 
-
 def prepare_intervals() -> None:
     """Import what bootstrap intervals need (numpy: about 0.08 s), ahead of them, for a caller that can do it while
     the engine works (runs.evaluate: during the questions' statements)."""
     import numpy  # noqa: F401
+
 
 def _scores(values: Sequence[float], what: str) -> np.ndarray:
     import numpy as np
