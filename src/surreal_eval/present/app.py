@@ -27,6 +27,12 @@ GLOBAL_FLAGS = ("--debug",)
 
 def hoist_global_options(args: list[str]) -> list[str]:
     """`args` with the global options (wherever they stand, up to a `--`) moved before the command."""
+    hoisted, rest = split_global_options(args)
+    return hoisted + rest
+
+
+def split_global_options(args: list[str]) -> tuple[list[str], list[str]]:
+    """`args` as (the global options with their values, wherever they stand up to a `--`; everything else, in order)."""
     hoisted: list[str] = []
     rest: list[str] = []
     i = 0
@@ -46,7 +52,7 @@ def hoist_global_options(args: list[str]) -> list[str]:
         else:
             rest.append(arg)
         i += 1
-    return hoisted + rest
+    return hoisted, rest
 
 
 class GlobalOptionsGroup(TyperGroup):

@@ -29,7 +29,7 @@ from . import (  # noqa: F401 - registering is importing
     commands_supplied,
     commands_watch,
 )
-from .app import GLOBAL_FLAGS, GLOBAL_VALUED, app, err, hoist_global_options, state
+from .app import app, err, split_global_options, state
 
 __all__ = ["app", "main", "run_cli", "EXIT_CODES"]
 
@@ -100,17 +100,8 @@ def run_cli(argv: Sequence[str] | None = None) -> int:
 def invoked_name(args: Sequence[str]) -> str | None:
     """The top-level command or group a command line invokes: its first word once the global options (and their
     values) are set aside; None when something else comes first (`--help`, `--version`, an unknown option) or nothing."""
-    words = hoist_global_options(list(args))
-    i = 0
-    while i < len(words):
-        word = words[i]
-        if word in GLOBAL_FLAGS or (word.split("=", 1)[0] in GLOBAL_VALUED and "=" in word):
-            i += 1
-        elif word in GLOBAL_VALUED:
-            i += 2
-        else:
-            return None if word.startswith("-") else word
-    return None
+    rest = split_global_options(list(args))[1]
+    return rest[0] if rest and not rest[0].startswith("-") else None
 
 
 @contextmanager
