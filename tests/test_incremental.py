@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 
 from surreal_eval import Article, HarnessConfig, Settings, connect, import_harness
 from surreal_eval.analysis.compare import compare_runs
-from surreal_eval.analysis.fell import what_fell, what_fell_after
+from surreal_eval.analysis.fell import read_rescored, what_fell, what_fell_after
 from surreal_eval.load.bulk import load_corpus, record_ingest
 from surreal_eval.present.cli import app
 from surreal_eval.present.run_tables import incremental_line, report_json, retrieval_line
@@ -156,6 +156,37 @@ def test_what_fell_after_an_ingest_reads_only_the_questions_scored_again_and_fin
     assert {r.question for r in a.per_question} == {r.question for r in b.per_question} == set(rescored)
     whole = what_fell(load_for_comparison(seeded, before.run), load_for_comparison(seeded, done.run))
     assert fell == whole and any(f.retriever == "vector" and f.metric == "recall@1" for f in fell)
+
+
+def test_what_fell_is_read_beside_the_finish_of_the_run_after_an_ingest_as_it_would_be_read_after_it(seeded):
+    set_watch(seeded, ks=[1, 3])
+    before = evaluate(seeded, ks=[1, 3])
+    # a run that follows none has nothing to compare with
+    assert seeded.value("RETURN fn::seval::rescored_results($r, [])", {"r": to_record(before.run, "seval_run")}) is None
+    load_corpus(seeded, [DECOY])
+    read: dict = {}
+
+    def alongside(run, groups: list[dict]) -> None:
+        assert record_str(run) not in read and {g["retriever"] for g in groups} >= {"bm25", "vector"}
+        read[record_str(run)] = read_rescored(seeded, run, groups)
+
+    (done,) = drain_ingests(seeded, alongside_finish=alongside).evaluated
+    got = read[done.run]
+    assert record_str(got["base"]) == before.run
+    assert got["questions"] == seeded.value("RETURN fn::seval::rescored_questions($r)", {"r": to_record(done.run, "seval_run")})
+    assert 0 < len(got["questions"]) < 8
+    assert what_fell_after(seeded, before.run, done.run, read=got) == what_fell_after(seeded, before.run, done.run)
+    # read of another base, it is not used
+    other = {**got, "before": [], "base": to_record(done.run, "seval_run")}
+    assert what_fell_after(seeded, before.run, done.run, read=other) == what_fell_after(seeded, before.run, done.run)
+
+
+def test_work_alongside_a_runs_finish_that_fails_fails_nothing(seeded):
+    def fails(run, groups) -> None:
+        raise ValueError("read again where it is needed")
+
+    report = evaluate(seeded, ks=[3], intervals=False, alongside_finish=fails)
+    assert seeded.value("RETURN fn::seval::is_finished_run($r)", {"r": to_record(report.run, "seval_run")})
 
 
 def test_a_runs_scores_for_some_questions_are_those_of_its_whole_results_whichever_way_they_are_read(seeded):

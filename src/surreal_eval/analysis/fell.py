@@ -3,15 +3,17 @@ load prints after its evaluation (`compare` gives the intervals and tests)."""
 
 from __future__ import annotations
 
+from typing import Any
 
 from ..model_base import Model
 from ..models import RunReport
 from ..runs.record import load_run, resolve_run, results_of
 from ..store.connection import Database
+from ..store.record_ids import record_str, to_record
 from .blame import Culprit, Entered, InputList, Pushed
 from .compare import TOLERANCE, QuestionDelta, metric_specs, paired_scores, report_index
 
-__all__ = ["Fell", "prepare_what_fell", "what_fell", "what_fell_after"]
+__all__ = ["Fell", "prepare_what_fell", "read_rescored", "what_fell", "what_fell_after"]
 
 class Fell(Model):
     """A retriever and metric@k on which questions fell from run A to run B: their means over the questions both
@@ -54,14 +56,25 @@ def prepare_what_fell() -> None:
         model.model_rebuild()
 
 
-def what_fell_after(db: Database, base: str, run: str) -> tuple[list[Fell], RunReport, RunReport]:
+def read_rescored(db: Database, run: Any, groups: list[dict]) -> dict | None:
+    """What `what_fell_after` reads of `run` and the run it follows (fn::seval::rescored_results), read while the run's
+    finish is in flight (runs.evaluate's `alongside_finish`, handed the finish's `groups`): None when it follows none."""
+    return db.value("RETURN fn::seval::rescored_results($run, $groups)", {"run": run, "groups": groups})
+
+
+def what_fell_after(db: Database, base: str, run: str, *, read: dict | None = None) -> tuple[list[Fell], RunReport, RunReport]:
     """What fell from finished run `base` to `run`, a run that followed it on the same golden set (an incremental run
     after an ingest): `what_fell` on the questions `run` scored again (a question it copied from `base` scored as there
     and cannot have fallen), each Fell's means the runs' own over every question. Returns it with the two reports, each
-    holding those questions' scores (what `blame.culprits` reads: it reads the rankings itself)."""
-    base_id, run_id = resolve_run(db, base), resolve_run(db, run)
-    questions = db.value("RETURN fn::seval::rescored_questions($run)", {"run": run_id})
-    read = results_of(db, [base_id, run_id], questions, scores_only=True)
-    before = load_run(db, base_id, per_question=True, intervals=False, questions=questions, scores_only=True, results=read[0])
-    after = load_run(db, run_id, per_question=True, intervals=False, questions=questions, scores_only=True, results=read[1])
+    holding those questions' scores (what `blame.culprits` reads: it reads the rankings itself). `read`: what
+    `read_rescored` read of them beside the run's finish, used when it is of `base`."""
+    run_id = resolve_run(db, run)
+    if read is not None and record_str(read["base"]) == record_str(to_record(base, "seval_run")):
+        base_id, questions, results = read["base"], read["questions"], [read["before"], read["after"]]
+    else:
+        base_id = resolve_run(db, base)
+        questions = db.value("RETURN fn::seval::rescored_questions($run)", {"run": run_id})
+        results = results_of(db, [base_id, run_id], questions, scores_only=True)
+    before = load_run(db, base_id, per_question=True, intervals=False, questions=questions, scores_only=True, results=results[0])
+    after = load_run(db, run_id, per_question=True, intervals=False, questions=questions, scores_only=True, results=results[1])
     return what_fell(before, after, run_means=True), before, after

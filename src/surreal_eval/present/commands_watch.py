@@ -78,16 +78,32 @@ def _prepare_culprits() -> None:
     prepare_what_fell()
 
 
-def _show_drain(db: Database, report: DrainReport, *, culprits: bool = True) -> None:
-    """Each evaluation of the drain in one line, and for a run that got worse than the one it follows, what broke it."""
+class _ReadAlongside:
+    """What `_show_worse` reads of each run of a drain, read while the run's finish is in flight (drain_ingests'
+    `alongside_finish`): {run: fn::seval::rescored_results}."""
+
+    def __init__(self, db: Database) -> None:
+        self.db, self.read = db, {}
+
+    def __call__(self, run, groups: list[dict]) -> None:
+        from ..analysis.fell import read_rescored
+        from ..store.connection import record_str
+
+        self.read[record_str(run)] = read_rescored(self.db, run, groups)
+
+
+def _show_drain(db: Database, report: DrainReport, *, culprits: bool = True, read: dict | None = None) -> None:
+    """Each evaluation of the drain in one line, and for a run that got worse than the one it follows, what broke it
+    (`read`: what `_ReadAlongside` read of the runs)."""
     for done in report.evaluated:
         plain(out if done.error is None else err, ("warning: " if done.error is not None else "") + _said(done))
         if culprits and done.run and done.since and done.since.get("base"):
-            _show_worse(db, done.since["base"], done.run)
+            _show_worse(db, done.since["base"], done.run, (read or {}).get(done.run))
 
 
-def _show_worse(db: Database, base, run: str) -> None:
-    """The questions `run` ranked worse than `base` (the run it follows), with the records that broke each."""
+def _show_worse(db: Database, base, run: str, read: dict | None = None) -> None:
+    """The questions `run` ranked worse than `base` (the run it follows), with the records that broke each (`read`:
+    fn::seval::rescored_results of the run, when read already)."""
     from ..analysis.blame import culprits
     from ..analysis.fell import what_fell_after
     from ..store.connection import record_str
@@ -95,7 +111,7 @@ def _show_worse(db: Database, base, run: str) -> None:
 
     # what fell and what broke it, on the questions the run scored again, without a comparison's intervals and
     # tests (`compare` gives those)
-    fell, before, after = what_fell_after(db, record_str(base), run)
+    fell, before, after = what_fell_after(db, record_str(base), run, read=read)
     if fell:
         broke = culprits(db, before, after, fell)
         worst = sorted(fell, key=lambda r: r.mean_b - r.mean_a)[0]
@@ -123,12 +139,13 @@ def after_ingest(ingest: str | None, db: Database | None = None) -> None:
             return None
         plain(err, f"evaluating after the ingest {ingest} (surreal-eval watch) ...")
         progress = Progress()
+        read = _ReadAlongside(db)
         try:
             report = drain_ingests(db, progress=lambda done, total: progress("evaluating after the ingest", done, total),
-                                   meanwhile=_prepare_culprits)
+                                   meanwhile=_prepare_culprits, alongside_finish=read)
         finally:
             progress.close()
-        _show_drain(db, report)
+        _show_drain(db, report, read=read.read)
         return report
 
     report = run(db) if db is not None else with_db(run)
@@ -197,9 +214,10 @@ def _drain(*, follow: bool, every: float, as_json: bool) -> None:
 
     def once(db: Database) -> DrainReport:
         progress = Progress()
+        read = _ReadAlongside(db)
         try:
             report = drain_ingests(db, progress=lambda done, total: progress("evaluating pending ingests", done, total),
-                                   meanwhile=None if as_json else _prepare_culprits)
+                                   meanwhile=None if as_json else _prepare_culprits, alongside_finish=None if as_json else read)
         finally:
             progress.close()
         if as_json:
@@ -207,7 +225,7 @@ def _drain(*, follow: bool, every: float, as_json: bool) -> None:
         elif not report.watched:
             plain(out, "nothing is watched: `surreal-eval watch set --k 1,5,10` first (pending ingests stay pending)")
         elif report.evaluated or not follow:
-            _show_drain(db, report)
+            _show_drain(db, report, read=read.read)
             if not report.evaluated:
                 plain(out, "no ingest was pending")
         failed.extend(report.failed)

@@ -64,6 +64,7 @@ def evaluate(
     keep_lists: bool = True,
     verify: bool = False,
     meanwhile: Callable[[], None] | None = None,
+    alongside_finish: Callable[[Any, list[dict]], None] | None = None,
 ) -> RunReport:
     """Evaluate the golden set in the database (fn::seval::run_evaluation), record the run, return its report.
 
@@ -80,7 +81,9 @@ def evaluate(
     (default CONCURRENCY); the run becomes visible in history only when every question is scored,
     and a failure discards it. `progress(done, total)` is called as batches of questions finish; `meanwhile()` once
     the questions' statements are in flight, in the caller's thread (Python work for after the run, done while the
-    engine works: the report's models and numpy for the intervals are made ready so too).
+    engine works: the report's models and numpy for the intervals are made ready so too). `alongside_finish(run, groups)`
+    is called in the caller's thread while the run's finish is in flight on one core, with what it is handed
+    (fn::seval::summary_groups): reads for after the run, on the other (what a watched load reads of what fell).
     `supplied` holds rankings made outside the database, scored beside the registry's retrievers
     (only them when `retrievers` is None): its `rankings` give, per retriever name, each question's
     ranked [{id, score}] (a question left out is an empty ranking), and its `record` is stored in the
@@ -171,7 +174,7 @@ def evaluate(
                 db.value("RETURN fn::seval::discard_run($run)", {"run": run})
                 report = report.model_copy(update={"recorded": False})
                 return with_source_means(db, report) if intervals else report
-            _finish(db, run, concurrency)
+            _finish(db, run, concurrency, alongside_finish)
             if tag is not None:
                 tag_run(db, run, tag, by=who())
         except BaseException:
@@ -231,14 +234,17 @@ def _batched(db: Database, calls: list[tuple[str, dict[str, Any]]], concurrency:
     return values
 
 
-def _finish(db: Database, run: Any, concurrency: int | None) -> None:
+def _finish(db: Database, run: Any, concurrency: int | None, alongside: Callable[[Any, list[dict]], None] | None = None) -> None:
     """Finish `run` (fn::seval::finish_run) with its means read a ranking at a time, the rankings in `concurrency`
-    parts side by side (fn::seval::summary_groups): the rest of the finish runs on one core."""
+    parts side by side (fn::seval::summary_groups): the rest of the finish runs on one core, `alongside(run, groups)`
+    in this thread meanwhile."""
     configs = db.value("RETURN fn::seval::summary_configs($run)", {"run": run})
     parts = [configs[i :: concurrency or CONCURRENCY] for i in range(concurrency or CONCURRENCY)]
     read = db.query_many([("RETURN fn::seval::summary_groups($run, $configs)", {"run": run, "configs": part}) for part in parts if part],
                          concurrency=concurrency or CONCURRENCY)
-    db.value("RETURN fn::seval::finish_run_with($run, $groups)", {"run": run, "groups": [g for done in read for g in done[-1]]})
+    groups = [g for done in read for g in done[-1]]
+    db.query_many([("RETURN fn::seval::finish_run_with($run, $groups)", {"run": run, "groups": groups})], concurrency=1,
+                  meanwhile=(lambda: alongside(run, groups)) if alongside is not None else None)
 
 
 def _interrupted(db: Database, run: Any) -> str:

@@ -98,12 +98,14 @@ def get_watch(db: Database) -> dict[str, Any] | None:
 
 def drain_ingests(db: Database, *, progress: Callable[[int, int], None] | None = None,
                   on_start: Callable[[str, list[str], bool], None] | None = None,
-                  meanwhile: Callable[[], None] | None = None) -> DrainReport:
+                  meanwhile: Callable[[], None] | None = None,
+                  alongside_finish: Callable[[Any, list[dict]], None] | None = None) -> DrainReport:
     """Evaluate every pending ingest now, oldest first: the ingests pending for one corpus table together
     make one run that names them all. Each ends `done` with its run or `failed` with its error (recorded on
     its row, never raised: the report lists them). Owners only (an evaluator gets PermissionDenied, exit 5).
     `progress(done, total)` follows each run's questions; `on_start(corpus, ingests, fresh)` is called as
-    each run starts; `meanwhile()` while each run's questions are in flight (runs.evaluate). Interrupted (Ctrl-C), the
+    each run starts; `meanwhile()` while each run's questions are in flight, and `alongside_finish(run, groups)` while
+    its finish is (runs.evaluate). Interrupted (Ctrl-C), the
     ingests not yet settled are pending again."""
     from .evaluate import evaluate
 
@@ -140,7 +142,7 @@ def drain_ingests(db: Database, *, progress: Callable[[int, int], None] | None =
                                params={**watch.get("params", {}), "corpus": corpus},
                                label=db.value("RETURN fn::seval::ingest_label($rows, $c)", {"rows": rows, "c": corpus}),
                                trigger="ingest", ingests=ids, fresh=turn["fresh"], verify=turn["verify"],
-                               intervals=False, progress=progress, meanwhile=meanwhile)
+                               intervals=False, progress=progress, meanwhile=meanwhile, alongside_finish=alongside_finish)
             except SurrealEvalError as error:  # recorded on the ingests: the load that made them stays
                 done.error = str(error)
                 db.value("RETURN fn::seval::settle_ingests($ids, NONE, $error)", {"ids": ids, "error": done.error})
