@@ -350,20 +350,32 @@ def show(result: Result) -> None:
           f"{result.median('fresh', 'cpu_seconds'):.1f} s")
 
 
+#: questions per set unless --questions says otherwise: CISI's judged queries, the Debian set's 500
+QUESTIONS = {"cisi": 76, "debian": 500}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--child", nargs=3, help=argparse.SUPPRESS)
     parser.add_argument("--launch", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
     parser.add_argument("--dataset", default="cisi,debian")
-    parser.add_argument("--questions", default="76,500", help="questions per set, in --dataset order")
+    parser.add_argument("--questions", help="questions per set, in --dataset order (default: cisi 76, debian 500)")
     parser.add_argument("--documents", type=int, default=20)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
+    datasets = args.dataset.split(",")
+    if args.questions is None:  # each set's default, whichever sets are asked for
+        args.questions = ",".join(str(QUESTIONS.get(d, 0)) for d in datasets)
+    if len(args.questions.split(",")) != len(datasets):  # said before anything is measured, not after the first set
+        parser.error("--questions takes one number per --dataset")
     if args.launch:
         launch(args.launch)
         return
     if args.child:
+        from surreal_eval.process import collect_rarely
+
+        collect_rarely()  # as the console script's commands collect garbage
         said = child(*args.child)
         print(json.dumps(said), flush=True)
         os._exit(0)  # the embedded engine may abort at interpreter exit (docs/exit-codes.md)
@@ -375,7 +387,7 @@ def main() -> None:
 
     compileall.compile_dir(Path(surreal_eval.__file__).parent, quiet=1)
     results = []
-    for dataset, questions in zip(args.dataset.split(","), map(int, args.questions.split(",")), strict=True):
+    for dataset, questions in zip(datasets, map(int, args.questions.split(",")), strict=True):
         with tempfile.TemporaryDirectory(prefix=f"watch-{dataset}-") as tmp:
             results.append(measure(dataset, questions, args.documents, args.rounds, Path(tmp)))
         show(results[-1])

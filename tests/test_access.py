@@ -6,6 +6,7 @@ import pytest
 
 from surreal_eval import AuthenticationFailed, HarnessConfig, Settings, connect, evaluate, history, import_harness
 from surreal_eval.store.access import grant_evaluator
+from surreal_eval.store.record_ids import to_record
 
 from .conftest import SERVER_URL, needs_server, seed_own, lists_reused
 
@@ -292,6 +293,33 @@ def test_an_evaluator_can_never_rewrite_history_define_or_grant(tmp_path):
     try:
         assert owner.value("INFO FOR DB") == schema
         assert [r.run for r in history(owner)] == [r.run for r in runs]
+    finally:
+        owner.close()
+
+
+def test_an_evaluator_neither_reads_nor_writes_the_corpus_changes_a_run_keeps_apart(store):
+    owner = connect(Settings(url=store))
+    try:
+        run = to_record(evaluate(owner, ks=[1]).run, "seval_run")
+        row = {"run": run, "changes": {"from": {"bm25": "x", "vector": "y"}}}
+        owner.query("CREATE type::record('seval_run_changes', [$r]) CONTENT $row", {"r": run, "row": row})
+        kept = owner.value("SELECT * FROM seval_run_changes")
+    finally:
+        owner.close()
+    db = as_evaluator(store)
+    try:
+        assert db.value("SELECT * FROM seval_run_changes") == []
+        for statement in ("CREATE seval_run_changes CONTENT { run: $r, changes: {} }", "UPDATE seval_run_changes SET changes = {}",
+                          "DELETE seval_run_changes", "UPSERT type::record('seval_run_changes', [$r]) CONTENT { run: $r, changes: {} }"):
+            try:
+                db.query(statement, {"r": run})
+            except Exception:
+                pass  # refused loudly or silently: what matters is that nothing changed
+    finally:
+        db.close()
+    owner = connect(Settings(url=store))
+    try:
+        assert owner.value("SELECT * FROM seval_run_changes") == kept and len(kept) == 1
     finally:
         owner.close()
 

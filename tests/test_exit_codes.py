@@ -228,3 +228,21 @@ def test_a_command_line_builds_only_the_command_it_invokes_and_one_naming_none_f
     assert all(name in listed for name in ("demo", "evaluate", "compare", "watch", "golden", "runs"))
     assert listed.index(" demo ") < listed.index(" evaluate ") < listed.index(" compare ")
     assert (app.registered_commands, app.registered_groups) == everything
+
+
+def test_the_console_script_collects_garbage_rarely_once_its_imports_are_done(monkeypatch):
+    import gc
+
+    from surreal_eval.present import cli
+    from surreal_eval.process import YOUNG_THRESHOLD
+    from surreal_eval.store import shutdown
+
+    before = gc.get_threshold()
+    ended: list[tuple[int, int]] = []
+    monkeypatch.setattr(shutdown, "end_process", lambda code: ended.append((code, gc.get_threshold()[0])))
+    monkeypatch.setattr(sys, "argv", ["surreal-eval", "--version"])
+    try:
+        cli.main()
+    finally:
+        gc.set_threshold(*before)
+    assert ended == [(0, YOUNG_THRESHOLD)] and before[0] != YOUNG_THRESHOLD

@@ -189,6 +189,30 @@ def test_work_alongside_a_runs_finish_that_fails_fails_nothing(seeded):
     assert seeded.value("RETURN fn::seval::is_finished_run($r)", {"r": to_record(report.run, "seval_run")})
 
 
+def test_a_runs_corpus_changes_are_kept_apart_from_its_row_until_it_is_finished_or_discarded(seeded):
+    set_watch(seeded, ks=[1, 3])
+    evaluate(seeded, ks=[1, 3])
+    load_corpus(seeded, [DECOY])
+    seen: list = []
+    (done,) = drain_ingests(seeded, meanwhile=lambda: seen.append(seeded.value("SELECT run, changes FROM seval_run_changes"))).evaluated
+    (row,) = seen[0]
+    # while the run is evaluated: its changes in a row of their own, the record added with its embedding, not in the run's row
+    assert record_str(row["run"]) == done.run and [record_str(v["id"]) for v in row["changes"]["vectors"]] == ["seval_article:decoy"]
+    cache = seeded.value("SELECT VALUE cache FROM ONLY $r", {"r": to_record(done.run, "seval_run")})
+    assert "changes" not in cache and "changed" not in cache  # finished: neither, and the row is gone
+    assert seeded.value("RETURN count(SELECT id FROM seval_run_changes)") == 0
+    load_corpus(seeded, [Article(id="decoy2", title="", content="another newsletter", embedding=[0.7, 0.0, 0.0, 0.4])])
+
+    def interrupt() -> None:
+        seen.append(seeded.value("RETURN count(SELECT id FROM seval_run_changes)"))
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        drain_ingests(seeded, meanwhile=interrupt)
+    # the interrupted run discarded, with its changes
+    assert seen[-1] == 1 and seeded.value("RETURN count(SELECT id FROM seval_run_changes)") == 0
+
+
 def test_a_runs_scores_for_some_questions_are_those_of_its_whole_results_whichever_way_they_are_read(seeded):
     # a few questions are read question by question, a quarter of the run's or more retriever by retriever
     run = to_record(evaluate(seeded, ks=[1, 3]).run, "seval_run")
