@@ -335,3 +335,15 @@ def test_the_judgments_digests_are_read_once_kept_and_dropped_by_any_change_to_t
     with as_evaluator(url) as db:
         assert evaluate(db, ks=[1]).golden["stale"] == 0
         assert db.value("SELECT VALUE id FROM seval_label_pairs") == []
+
+
+def test_a_label_that_is_no_record_or_names_a_table_labels_may_not_name_is_found_and_none_else(db):
+    def misplaced(relevant):
+        rows = [{"id": to_record("seval_question:a", "seval_question"), "relevant": relevant}]
+        return [(record_str(r["question"]), r["label"] if isinstance(r["label"], str) else record_str(r["label"]))
+                for r in db.value("RETURN fn::seval::misplaced_labels($rows)", {"rows": rows})]
+
+    article = to_record("seval_article:x", "seval_article")
+    assert misplaced([article]) == []
+    assert misplaced(["x", article]) == [("seval_question:a", "x")]
+    assert misplaced([article, to_record("notes:1", "notes")]) == [("seval_question:a", "notes:1")]

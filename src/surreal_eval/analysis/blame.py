@@ -29,7 +29,7 @@ from ..models import RunReport
 from ..store.connection import Database, record_str
 from ..store.record_ids import to_record
 from ..store.registry import registry
-from .overlap import rankings_of
+from .overlap import by_retriever, rankings_call
 
 __all__ = ["Culprit", "Entered", "InputList", "Pushed", "culprits"]
 
@@ -128,9 +128,15 @@ def culprits(db: Database, a: RunReport, b: RunReport, rows: Sequence[Any]) -> l
     inputs = _inputs(db, names, set(a.retrievers) & set(b.retrievers))
     read = sorted(set(names) | {name for lists in inputs.values() for name in lists})
     questions = sorted({key[1] for key in broken})
-    ranked_a, ranked_b = rankings_of(db, [a.run, b.run], read, questions)
-    relevant = _relevant(db, b.run, questions)
-    origins = _origins(db, a, b)
+    # what the culprits are found from, read side by side: both runs' rankings, B's labels, what B found changed and
+    # the ingests between the runs
+    naming = _naming_call(a, b)
+    calls = [rankings_call(a.run, read, questions), rankings_call(b.run, read, questions), _relevant_call(b.run, questions),
+             ("RETURN fn::seval::run_origin($r)", {"r": to_record(b.run, "seval_run")}), *([naming] if naming else [])]
+    done = [result[-1] for result in db.query_many(calls, concurrency=2)]
+    ranked_a, ranked_b = by_retriever(done[0]), by_retriever(done[1])
+    relevant = {record_str(r["question"]): {record_str(x) for x in r["relevant"]} for r in done[2]}
+    origins = _origins(done[3] or {}, done[4] if naming else [])
     found = []
     for (retriever, question, k), culprit in broken.items():
         before, after = ranked_a.get(retriever, {}).get(question, []), ranked_b.get(retriever, {}).get(question, [])
@@ -171,17 +177,24 @@ def _inputs(db: Database, names: list[str], ranked: set[str]) -> dict[str, list[
             for name in names if name in rows and rows[name].kind == "fused"}
 
 
-def _relevant(db: Database, run: str, questions: list[str]) -> dict[str, set[str]]:
-    """The relevant records run `run` scored each of `questions` against, as text."""
-    rows = db.value("RETURN fn::seval::run_relevant($run, $questions)",
-                    {"run": to_record(run, "seval_run"), "questions": [to_record(q, q.partition(":")[0]) for q in questions]})
-    return {record_str(r["question"]): {record_str(x) for x in r["relevant"]} for r in rows}
+def _relevant_call(run: str, questions: list[str]) -> tuple[str, dict[str, Any]]:
+    """The statement that reads the relevant records run `run` scored each of `questions` against."""
+    return ("RETURN fn::seval::run_relevant($run, $questions)",
+            {"run": to_record(run, "seval_run"), "questions": [to_record(q, q.partition(":")[0]) for q in questions]})
 
 
-def _origins(db: Database, a: RunReport, b: RunReport) -> dict[str, dict[str, Any]]:
-    """Each record an ingest into B's corpus made between runs A and B brought in: {how, ingests}."""
+def _naming_call(a: RunReport, b: RunReport) -> tuple[str, dict[str, Any]] | None:
+    """The statement that reads the ingest rows into B's corpus between runs A and B, oldest first; None when B has no
+    corpus table or a run no time."""
     corpus = (b.params or {}).get("corpus")
-    run = db.value("RETURN fn::seval::run_origin($r)", {"r": to_record(b.run, "seval_run")}) or {}
+    if not (corpus and a.created_at and b.created_at):
+        return None
+    return ("RETURN fn::seval::ingests_naming($c, $from, $to)", {"c": corpus, "from": a.created_at, "to": b.created_at})
+
+
+def _origins(run: dict[str, Any], named: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Each record an ingest into B's corpus made between runs A and B brought in, {how, ingests}: from B's origin `run`
+    (fn::seval::run_origin) and the ingest rows between the runs `named` (fn::seval::ingests_naming)."""
     own = [record_str(i) for i in run.get("ingests") or []]
     found: dict[str, dict[str, Any]] = {}
     # what B found by the records' digests (B's corpus against its previous state)
@@ -190,9 +203,7 @@ def _origins(db: Database, a: RunReport, b: RunReport) -> dict[str, dict[str, An
         for doc in ids.get(key) or []:
             found[record_str(doc)] = {"how": how, "ingests": own}
     # what the ingest rows between the runs name, oldest first, so the latest ingest to touch a record names it
-    named = db.value("RETURN fn::seval::ingests_naming($c, $from, $to)",
-                     {"c": corpus, "from": a.created_at, "to": b.created_at}) if corpus and a.created_at and b.created_at else []
-    for ingest in named:
+    for ingest in named or []:
         for how in ("added", "changed"):
             for doc in ingest.get(how) or []:
                 found[record_str(doc)] = {"how": how, "ingests": [record_str(ingest["id"])]}

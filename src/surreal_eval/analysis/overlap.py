@@ -131,22 +131,24 @@ def _golden_name(report: RunReport) -> str:
 def rankings(db: Database, run: str, names: Iterable[str], questions: Iterable[str] | None = None) -> dict[str, dict[str, list[str]]]:
     """Run `run`'s stored rankings of the retrievers `names` (of the questions `questions`, record ids as text; None:
     all), by retriever then question id, ids as text."""
-    return _by_retriever(db.value(*_rankings_call(run, names, questions)))
+    return by_retriever(db.value(*rankings_call(run, names, questions)))
 
 
 def rankings_of(db: Database, runs: Sequence[str], names: Iterable[str], questions: Iterable[str] | None = None) -> list[dict[str, dict[str, list[str]]]]:
     """`rankings` of each run of `runs`, read side by side (the engine reads each on a core of its own)."""
     names, questions = list(names), None if questions is None else list(questions)
-    return [_by_retriever(done[-1]) for done in db.query_many([_rankings_call(run, names, questions) for run in runs], concurrency=len(runs))]
+    return [by_retriever(done[-1]) for done in db.query_many([rankings_call(run, names, questions) for run in runs], concurrency=len(runs))]
 
 
-def _rankings_call(run: str, names: Iterable[str], questions: Iterable[str] | None) -> tuple[str, dict[str, Any]]:
+def rankings_call(run: str, names: Iterable[str], questions: Iterable[str] | None) -> tuple[str, dict[str, Any]]:
+    """The statement that reads `rankings` of `run` (what `by_retriever` takes), for a caller that reads it beside others."""
     return ("RETURN fn::seval::run_rankings($run, $names, $questions)",
             {"run": to_record(run, "seval_run"), "names": list(names),
              "questions": None if questions is None else [to_record(q, q.partition(":")[0]) for q in questions]})
 
 
-def _by_retriever(rows: list[dict[str, Any]]) -> dict[str, dict[str, list[str]]]:
+def by_retriever(rows: list[dict[str, Any]]) -> dict[str, dict[str, list[str]]]:
+    """fn::seval::run_rankings rows as {retriever: {question: ranked ids}}, as text."""
     found: dict[str, dict[str, list[str]]] = {}
     for row in rows:
         found.setdefault(row["retriever"], {})[record_str(row["question"])] = [record_str(r) for r in row["ranked"]]
