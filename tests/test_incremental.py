@@ -189,28 +189,37 @@ def test_work_alongside_a_runs_finish_that_fails_fails_nothing(seeded):
     assert seeded.value("RETURN fn::seval::is_finished_run($r)", {"r": to_record(report.run, "seval_run")})
 
 
-def test_a_runs_corpus_changes_are_kept_apart_from_its_row_until_it_is_finished_or_discarded(seeded):
+def test_a_runs_corpus_changes_are_kept_apart_from_its_row_until_it_is_finished_or_discarded(seeded, monkeypatch):
+    from surreal_eval.runs import evaluate as evaluation
+
     set_watch(seeded, ks=[1, 3])
     evaluate(seeded, ks=[1, 3])
-    load_corpus(seeded, [DECOY])
     seen: list = []
-    (done,) = drain_ingests(seeded, meanwhile=lambda: seen.append(seeded.value("SELECT run, changes FROM seval_run_changes"))).evaluated
+    stop = []
+    real = evaluation._batched
+
+    def questions(db, calls, *args, **kwargs):  # the run started, its questions not yet evaluated
+        seen.append(db.value("SELECT run, changes FROM seval_run_changes"))
+        if stop:
+            raise KeyboardInterrupt
+        return real(db, calls, *args, **kwargs)
+
+    monkeypatch.setattr(evaluation, "_batched", questions)
+    load_corpus(seeded, [DECOY])
+    (done,) = drain_ingests(seeded).evaluated
     (row,) = seen[0]
     # while the run is evaluated: its changes in a row of their own, the record added with its embedding, not in the run's row
     assert record_str(row["run"]) == done.run and [record_str(v["id"]) for v in row["changes"]["vectors"]] == ["seval_article:decoy"]
+    assert len(row["changes"]["vectors"][0]["embedding"]) == 4
     cache = seeded.value("SELECT VALUE cache FROM ONLY $r", {"r": to_record(done.run, "seval_run")})
     assert "changes" not in cache and "changed" not in cache  # finished: neither, and the row is gone
     assert seeded.value("RETURN count(SELECT id FROM seval_run_changes)") == 0
     load_corpus(seeded, [Article(id="decoy2", title="", content="another newsletter", embedding=[0.7, 0.0, 0.0, 0.4])])
-
-    def interrupt() -> None:
-        seen.append(seeded.value("RETURN count(SELECT id FROM seval_run_changes)"))
-        raise KeyboardInterrupt
-
+    stop.append(True)
     with pytest.raises(KeyboardInterrupt):
-        drain_ingests(seeded, meanwhile=interrupt)
+        drain_ingests(seeded)
     # the interrupted run discarded, with its changes
-    assert seen[-1] == 1 and seeded.value("RETURN count(SELECT id FROM seval_run_changes)") == 0
+    assert len(seen[-1]) == 1 and seeded.value("RETURN count(SELECT id FROM seval_run_changes)") == 0
 
 
 def test_a_runs_scores_for_some_questions_are_those_of_its_whole_results_whichever_way_they_are_read(seeded):
@@ -822,7 +831,7 @@ def test_work_given_meanwhile_is_done_while_the_statements_are_in_flight_and_its
     assert [d[-1] for d in db.query_many(calls, meanwhile=fails)] == [0, 1]
 
 
-def test_an_evaluation_and_a_drain_do_the_callers_work_once_while_the_questions_are_evaluated(seeded):
+def test_an_evaluation_and_a_drain_do_the_callers_work_once_while_the_run_starts(seeded):
     asked: list[str] = []
     evaluate(seeded, ks=[3], intervals=False, meanwhile=lambda: asked.append("evaluate"))
     set_watch(seeded, ks=[3])

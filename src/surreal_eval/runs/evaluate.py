@@ -80,8 +80,9 @@ def evaluate(
     The engine checks run first (EngineCheckFailed: no run). The questions are scored in batches with `concurrency` statements in flight
     (default CONCURRENCY); the run becomes visible in history only when every question is scored,
     and a failure discards it. `progress(done, total)` is called as batches of questions finish; `meanwhile()` once
-    the questions' statements are in flight, in the caller's thread (Python work for after the run, done while the
-    engine works: the report's models and numpy for the intervals are made ready so too). `alongside_finish(run, groups)`
+    the run's start is in flight, in the caller's thread (Python work for after the run, done while the engine starts
+    it on one core: the report's models and numpy for the intervals are made ready so too; while the questions are
+    evaluated, the engine keeps every core busy). `alongside_finish(run, groups)`
     is called in the caller's thread while the run's finish is in flight on one core, with what it is handed
     (fn::seval::summary_groups): reads for after the run, on the other (what a watched load reads of what fell).
     `supplied` holds rankings made outside the database, scored beside the registry's retrievers
@@ -145,10 +146,12 @@ def evaluate(
         with db.starting:
             db.value("RETURN fn::seval::discard_stale_runs(<duration> $age, $live)", {"age": age, "live": list(db.live_runs)})
             try:
-                started = db.value(
-                    "RETURN fn::seval::start_run($ks, $names, $given, $label)",
-                    {"ks": ks, "names": names, "given": given, "label": label},
-                )
+                # what comes after the run is made ready here while the engine starts it, on one core: the report's
+                # models, numpy for the intervals, and what the caller asks (`meanwhile`)
+                started = db.query_many(
+                    [("RETURN fn::seval::start_run($ks, $names, $given, $label)", {"ks": ks, "names": names, "given": given, "label": label})],
+                    concurrency=1, meanwhile=lambda: _prepare(intervals, meanwhile),
+                )[0][-1]
             except EngineCheckFailed as error:  # name the engine that answered wrongly
                 raise EngineCheckFailed(f"{error} (engine {db.engine_version()}); no run was recorded") from None
             run, questions = started["run"], started["questions"]
@@ -163,11 +166,7 @@ def evaluate(
                 scores = _batched(db, [("RETURN fn::seval::floor_scores($run, $ids)", {"run": run, "ids": call["ids"]})
                                        for _, call in calls], concurrency)
                 db.value("RETURN fn::seval::keep_floors($run, $scores)", {"run": run, "scores": [s for batch in scores for s in batch]})
-            # while the engine works on the questions, what comes after them is made ready here: the report's models,
-            # numpy for the intervals, and what the caller asks (`meanwhile`)
-            _batched(db, calls, concurrency,
-                     (lambda n: progress(done_after[n - 1], len(questions))) if progress else None,
-                     meanwhile=lambda: _prepare(intervals, meanwhile))
+            _batched(db, calls, concurrency, (lambda n: progress(done_after[n - 1], len(questions))) if progress else None)
             if not record:
                 row = db.value("RETURN fn::seval::unrecorded_run($run)", {"run": run})
                 report = report_from_row(db, run, row, per_question=per_question, intervals=intervals)
@@ -211,8 +210,8 @@ def _split(questions: list[Any], batch: int, concurrency: int | None) -> list[li
 
 
 def _prepare(intervals: bool, meanwhile: Callable[[], None] | None) -> None:
-    """What a run's end needs of Python, made ready while the engine works on its questions: the report's models
-    (about 7 ms), numpy when it has intervals (about 80 ms), and the caller's `meanwhile`."""
+    """What a run's end needs of Python, made ready while the engine starts the run: the report's models (about 7 ms),
+    numpy when it has intervals (about 80 ms), and the caller's `meanwhile`."""
     prepare_report()
     if intervals:
         prepare_intervals()

@@ -104,7 +104,7 @@ def drain_ingests(db: Database, *, progress: Callable[[int, int], None] | None =
     make one run that names them all. Each ends `done` with its run or `failed` with its error (recorded on
     its row, never raised: the report lists them). Owners only (an evaluator gets PermissionDenied, exit 5).
     `progress(done, total)` follows each run's questions; `on_start(corpus, ingests, fresh)` is called as
-    each run starts; `meanwhile()` while each run's questions are in flight, and `alongside_finish(run, groups)` while
+    each run starts; `meanwhile()` while each run's start is in flight, and `alongside_finish(run, groups)` while
     its finish is (runs.evaluate). Interrupted (Ctrl-C), the
     ingests not yet settled are pending again."""
     from .evaluate import evaluate
