@@ -373,7 +373,7 @@ def main() -> None:
         launch(args.launch)
         return
     if args.child:
-        from surreal_eval.process import collect_rarely
+        from surreal_eval.store.process import collect_rarely
 
         collect_rarely()  # as the console script's commands collect garbage
         said = child(*args.child)

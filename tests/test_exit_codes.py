@@ -234,7 +234,7 @@ def test_the_console_script_collects_garbage_rarely_once_its_imports_are_done(mo
     import gc
 
     from surreal_eval.present import cli
-    from surreal_eval.process import YOUNG_THRESHOLD
+    from surreal_eval.store.process import YOUNG_THRESHOLD
     from surreal_eval.store import shutdown
 
     before = gc.get_threshold()

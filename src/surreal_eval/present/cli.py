@@ -155,9 +155,9 @@ def main() -> NoReturn:
     The embedded SurrealDB engine can abort the interpreter while it finalizes (exit 134, a tokio
     panic; `scripts/sdk_exit_panic.py` shows it without this package), so once the command is done
     and every connection closed, the process ends without finalizing. Once its imports are done, it collects
-    garbage rarely (process.collect_rarely).
+    garbage rarely (store.process.collect_rarely).
     """
-    from ..process import collect_rarely
+    from ..store.process import collect_rarely
     from ..store.shutdown import end_process
 
     collect_rarely()

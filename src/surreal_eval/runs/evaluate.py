@@ -220,14 +220,13 @@ def _prepare(intervals: bool, meanwhile: Callable[[], None] | None) -> None:
 
 
 def _batched(db: Database, calls: list[tuple[str, dict[str, Any]]], concurrency: int | None,
-             progress: Callable[[int], None] | None = None, *, meanwhile: Callable[[], None] | None = None) -> list[Any]:
+             progress: Callable[[int], None] | None = None) -> list[Any]:
     """The value of each call, `concurrency` (default CONCURRENCY) in flight, in groups between which an embedded
-    store may flush; `progress(calls done)` as they finish; `meanwhile()` once, while the first group is in flight."""
+    store may flush; `progress(calls done)` as they finish."""
     values: list[Any] = []
     for start in range(0, len(calls), GROUP):
         done = db.query_many(calls[start : start + GROUP], concurrency=concurrency or CONCURRENCY,
-                             progress=(lambda n, s=start: progress(s + n)) if progress else None,
-                             meanwhile=meanwhile if start == 0 else None)
+                             progress=(lambda n, s=start: progress(s + n)) if progress else None)
         values += [result[-1] if result else None for result in done]
         db.flush_if_full()
     return values
