@@ -82,7 +82,7 @@ class PairedComparison(Model):
 
 def prepare_intervals() -> None:
     """Import what bootstrap intervals need (numpy: about 0.08 s), ahead of them, for a caller that can do it while
-    the engine works (runs.evaluate: during the questions' statements)."""
+    the engine works (runs.evaluate: while the engine starts the run)."""
     import numpy  # noqa: F401
 
 

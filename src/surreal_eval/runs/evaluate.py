@@ -148,10 +148,8 @@ def evaluate(
             try:
                 # what comes after the run is made ready here while the engine starts it, on one core: the report's
                 # models, numpy for the intervals, and what the caller asks (`meanwhile`)
-                started = db.query_many(
-                    [("RETURN fn::seval::start_run($ks, $names, $given, $label)", {"ks": ks, "names": names, "given": given, "label": label})],
-                    concurrency=1, meanwhile=lambda: _prepare(intervals, meanwhile),
-                )[0][-1]
+                started = db.value("RETURN fn::seval::start_run($ks, $names, $given, $label)",
+                                   {"ks": ks, "names": names, "given": given, "label": label}, meanwhile=lambda: _prepare(intervals, meanwhile))
             except EngineCheckFailed as error:  # name the engine that answered wrongly
                 raise EngineCheckFailed(f"{error} (engine {db.engine_version()}); no run was recorded") from None
             run, questions = started["run"], started["questions"]
@@ -241,8 +239,8 @@ def _finish(db: Database, run: Any, concurrency: int | None, alongside: Callable
     read = db.query_many([("RETURN fn::seval::summary_groups($run, $configs)", {"run": run, "configs": part}) for part in parts if part],
                          concurrency=concurrency or CONCURRENCY)
     groups = [g for done in read for g in done[-1]]
-    db.query_many([("RETURN fn::seval::finish_run_with($run, $groups)", {"run": run, "groups": groups})], concurrency=1,
-                  meanwhile=(lambda: alongside(run, groups)) if alongside is not None else None)
+    db.value("RETURN fn::seval::finish_run_with($run, $groups)", {"run": run, "groups": groups},
+             meanwhile=(lambda: alongside(run, groups)) if alongside is not None else None)
 
 
 def _interrupted(db: Database, run: Any) -> str:

@@ -64,7 +64,7 @@ def plain_ids(value: Any) -> Any:
 
 def prepare_report() -> None:
     """Build ahead the models a run's report is read into (each is built when first used: model_base.Model), for a
-    caller that can do it while the engine works (evaluate: during the questions' statements)."""
+    caller that can do it while the engine works (evaluate: while the engine starts the run)."""
     for model in (Bounds, MetricRow, SweepRow, EngineCheck, QuestionResult, RunReport):
         model.model_rebuild()
 

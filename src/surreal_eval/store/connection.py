@@ -197,10 +197,11 @@ class Database:
                 return await self._client.query(sql, params).execute()
         raise AssertionError("unreachable: tenacity re-raises the last failure")
 
-    def query(self, sql: str, params: dict[str, Any] | None = None) -> list[Any]:
-        """Run SurrealQL text; the result of each statement, in order. Errors become ours."""
+    def query(self, sql: str, params: dict[str, Any] | None = None, *, meanwhile: Callable[[], None] | None = None) -> list[Any]:
+        """Run SurrealQL text; the result of each statement, in order. Errors become ours. `meanwhile()`: work done in
+        this thread while the engine runs it (LoopThread.run)."""
         try:
-            return self._wait(self._execute(sql, params or {}))
+            return self._wait(self._execute(sql, params or {}), meanwhile=meanwhile)
         except SurrealError as error:
             raise translate(error, self.settings) from error
 
@@ -284,9 +285,9 @@ class Database:
         except SurrealError as error:
             raise translate(error, self.settings) from error
 
-    def value(self, sql: str, params: dict[str, Any] | None = None) -> Any:
-        """Run SurrealQL text and return the last statement's result."""
-        results = self.query(sql, params)
+    def value(self, sql: str, params: dict[str, Any] | None = None, *, meanwhile: Callable[[], None] | None = None) -> Any:
+        """Run SurrealQL text and return the last statement's result (`meanwhile`: as `query`)."""
+        results = self.query(sql, params, meanwhile=meanwhile)
         return results[-1] if results else None
 
     def close(self) -> None:
