@@ -51,10 +51,10 @@ class Spy:
         self.batches: list[int] = []
         original = Database.query
 
-        def query(db, sql, params=None):
+        def query(db, sql, params=None, **kwargs):
             if sql.startswith("INSERT INTO seval_stage_"):
                 self.batches.append(len(params["rows"]))
-            return original(db, sql, params)
+            return original(db, sql, params, **kwargs)
 
         monkeypatch.setattr(Database, "query", query)
 
@@ -213,12 +213,12 @@ class Parts:
         self.sizes: list[int] = []
         original = Database.query
 
-        def query(db, sql, params=None):
+        def query(db, sql, params=None, **kwargs):
             if sql.startswith("RETURN fn::seval::move_staged"):
                 if die_after is not None and len(self.sizes) == die_after:
                     raise KeyboardInterrupt("killed between two parts")
                 self.sizes.append(len(params["keys"]))
-            return original(db, sql, params)
+            return original(db, sql, params, **kwargs)
 
         monkeypatch.setattr(Database, "query", query)
 
