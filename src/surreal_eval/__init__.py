@@ -1,7 +1,8 @@
 """surreal-eval: retrieval evaluation that lives inside SurrealDB.
 
 The names below are imported when first used (PEP 562), so `import surreal_eval` and the CLI's
-start stay fast: numpy, scipy and the SDK load only for what needs them.
+start stay fast: numpy, scipy and the SDK load only for what needs them, and the SDK without the HTTP clients it
+loads for connections a process may never open (store/sdk_import.py).
 """
 
 from __future__ import annotations
@@ -26,6 +27,9 @@ from .errors import (
     StoreBusy,
     SurrealEvalError,
 )
+from .store.sdk_import import defer_http_clients
+
+defer_http_clients()
 
 #: Public name -> the module that defines it.
 _LAZY = {
