@@ -81,7 +81,7 @@ class _SdkFinder(importlib.abc.MetaPathFinder):
     def find_spec(self, fullname: str, path: Any, target: ModuleType | None = None) -> importlib.machinery.ModuleSpec | None:
         if fullname != "surrealdb":
             return None
-        from .sdk_version import PINNED  # imported here: it reads package metadata, which `import surreal_eval` need not
+        from .sdk_version import PINNED  # imported here: `import surreal_eval` need not
 
         _remove_finder()
         spec = importlib.util.find_spec(fullname)  # by the finders after this one

@@ -2,13 +2,12 @@
 
 langchain-surrealdb 0.2.1 pins the 1.x SDK (for SurrealDB 2.x); installed into the same environment it replaces the
 3.x SDK, and the harness's first query would fail in the SDK's own words. The version is read from the installed
-package's metadata before the SDK is imported (store/connection.py).
+package's metadata when the SDK fails to import (store/connection.py).
 """
 
 from __future__ import annotations
 
 from functools import cache
-from importlib.metadata import PackageNotFoundError, version
 
 from ..errors import ConnectionFailed
 
@@ -28,6 +27,8 @@ def sdk_problem(installed: str | None) -> str | None:
 @cache
 def _installed() -> str | None:
     """The installed surrealdb SDK's version, from its package metadata (None: not installed)."""
+    from importlib.metadata import PackageNotFoundError, version  # about 10 ms: only when the SDK failed to import
+
     try:
         return version("surrealdb")
     except PackageNotFoundError:
