@@ -242,6 +242,23 @@ def test_a_move_larger_than_a_part_commits_part_by_part_then_builds_indexes(seed
     assert bm25(seeded, "zeppelin") == ["track_order"] and bm25(seeded, "word7") == ["d7"]
 
 
+def test_what_a_load_is_given_to_do_meanwhile_runs_once_as_its_rows_are_committed_and_failing_fails_nothing(seeded, monkeypatch):
+    steps, seen = [], []
+
+    def meanwhile():
+        seen.append(steps[-1])
+        raise RuntimeError("meanwhile failed")
+
+    report = load_corpus(seeded, [doc(i) for i in range(4)], meanwhile=meanwhile, progress=lambda step, done, total: steps.append((step, done, total)))
+    assert report.loaded == 4 and seen == [("moving into seval_article", 0, 4)]  # the commit of one transaction in flight
+    assert seeded.value("RETURN count(SELECT id FROM seval_article WHERE id IN [seval_article:d0, seval_article:d3])") == 2
+    # in parts: as the last of them, which builds the indexes, is committed
+    monkeypatch.setattr(load_journal, "MOVE_PART", 3)
+    steps.clear(), seen.clear()
+    load_corpus(seeded, [doc(i) for i in range(10, 17)], meanwhile=meanwhile, progress=lambda step, done, total: steps.append((step, done, total)))
+    assert seen == [("moving into seval_article", 7, 7)] and bm25(seeded, "word16") == ["d16"]
+
+
 def test_a_failure_in_a_later_part_undoes_the_parts_already_committed(seeded, monkeypatch):
     """Parts 1 and 2 (one replacing a stored article) are committed when the engine refuses a row of
     part 3: they are undone, the indexes come back, and nothing of the load is left."""

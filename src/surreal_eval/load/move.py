@@ -116,7 +116,7 @@ def move_all(load: Load, moves: list[Move]) -> None:
         params: dict[str, Any] = {}
         for i, (m, k) in enumerate(zip(moves, keys)):
             params.update({f"s{i}": m.staging, f"t{i}": m.target, f"u{i}": m.undo, f"k{i}": k})
-        db.atomic("\n".join([begin, *calls, finish]), params)
+        db.atomic("\n".join([begin, *calls, finish]), params, meanwhile=load.meanwhile)
         load.step(step, total, total)
     else:
         db.atomic(begin)
@@ -127,7 +127,7 @@ def move_all(load: Load, moves: list[Move]) -> None:
                 done += len(part)
                 load.step(step, done, total)
                 db.flush_if_full()
-        db.atomic(finish)
+        db.atomic(finish, meanwhile=load.meanwhile)
     load.moved.update({m.target: len(k) for m, k in zip(moves, keys)})  # in place now, whatever follows
     # the staging and undo tables as read (any a killed load left), with this load's staging and undo tables
     remove_staging(db, list(dict.fromkeys([*tables, *(m.staging for m in moves), *(m.undo for m in moves)])))

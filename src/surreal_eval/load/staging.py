@@ -80,14 +80,17 @@ class LoadOptions(TypedDict, total=False):
     """How every load runs (load_corpus, load_golden, load_dataset, load_beir take them as keywords): rows per
     INSERT while staging (`batch_size`, default DEFAULT_BATCH_SIZE), the `embedder` of rows without an embedding
     (None: such rows are refused), `progress(step, done, total)`, whether to import a missing harness
-    (`create_harness`, default True; False makes a missing harness a ConfigError) and what an id on two rows does
-    (`on_duplicate`: 'refuse', the default, or keep the 'first' or the 'last')."""
+    (`create_harness`, default True; False makes a missing harness a ConfigError), what an id on two rows does
+    (`on_duplicate`: 'refuse', the default, or keep the 'first' or the 'last') and `meanwhile()`: work done in the
+    caller's thread while the engine commits the rows moved into place (the CLI makes ready what evaluates after an
+    ingest: move.move_all)."""
 
     batch_size: int
     embedder: Embedder | None
     progress: Progress | None
     create_harness: bool
     on_duplicate: str
+    meanwhile: Callable[[], None] | None
 
 
 class Load:
@@ -102,6 +105,7 @@ class Load:
         progress: Progress | None = None,
         create_harness: bool = True,
         on_duplicate: str = "refuse",
+        meanwhile: Callable[[], None] | None = None,
         tables: list[str] | None = None,
     ) -> None:
         if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
@@ -110,6 +114,7 @@ class Load:
         self.batch_size = batch_size
         self.embedder = embedder
         self.progress = progress
+        self.meanwhile = meanwhile
         self.started = time.perf_counter()
         #: the database's tables as the load found them (INFO FOR DB), when its caller read them: its checks before
         #: anything is staged read them once (each read costs the engine about 10 ms)

@@ -14,7 +14,7 @@ from ..load.rows import DEFAULT_BATCH_SIZE
 if TYPE_CHECKING:
     from ..store.connection import Database
 from .app import AnalyzerOpt, CorpusOpt, app, checked, fail, load_app, out, plain, table_name, with_db
-from .commands_watch import after_ingest
+from .commands_watch import after_ingest, prepare_after_ingest
 from .deprecated import old_option, say
 from .progress import Progress
 
@@ -136,7 +136,7 @@ def load_corpus(
     _load(lambda db, progress: ingest_corpus(
         db, read_documents(path, format=fmt.value), table=table, embedder=model, batch_size=batch_size,
         progress=progress, create_harness=True, source=str(path), on_duplicate=on_duplicate.value,
-        analyzer=analyzer, tables=db.opened_tables), model, then=said)  # the load's first statement: the tables as opened
+        analyzer=analyzer, tables=db.opened_tables, meanwhile=prepare_after_ingest), model, then=said)  # the load's first statement: the tables as opened
 
 
 @load_app.command("golden")
@@ -202,7 +202,7 @@ def load_beir(
 
     _load(lambda db, progress: ingest_beir(
         db, folder, split=split, embedder=model, batch_size=batch_size, progress=progress, create_harness=True,
-        on_duplicate=on_duplicate.value, analyzer=analyzer), model, then=said)
+        on_duplicate=on_duplicate.value, analyzer=analyzer, meanwhile=prepare_after_ingest), model, then=said)
 
 
 @app.command()

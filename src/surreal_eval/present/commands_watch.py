@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from ..runs.watch import DrainReport, IngestRun
     from ..store.connection import Database
 
-__all__ = ["after_ingest", "watch_set", "watch_remove", "watch_drain", "watch_follow"]
+__all__ = ["after_ingest", "prepare_after_ingest", "watch_set", "watch_remove", "watch_drain", "watch_follow"]
 
 _MODES = {"--off": "remove", "--drain": "drain", "--follow": "follow"}
 
@@ -68,6 +68,11 @@ def _said(done: IngestRun) -> str:
                  + (f" ({v['index_own']} of the {v['disagreed']} that did not were the index's own: its list differs from the exact one)"
                     if v["disagreed"] else ""))
     return line
+
+
+def prepare_after_ingest() -> None:
+    """What `after_ingest` needs of Python to evaluate (its modules), made ready while the engine commits a load."""
+    from ..runs import evaluate, watch  # noqa: F401
 
 
 def _prepare_culprits() -> None:

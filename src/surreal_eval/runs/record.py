@@ -83,12 +83,12 @@ def load_run(
     fn::seval::run_results gives for them, when the caller read it already.
     """
     run_id = run if isinstance(run, RecordID) else resolve_run(db, run)
-    row = db.value("RETURN fn::seval::finished_run($run)", {"run": run_id})
+    row, tags = db.query("RETURN fn::seval::finished_run($run); RETURN fn::seval::run_tags($run)", {"run": run_id})  # one round trip
     if not row:
         raise NotFound(f"no finished run {record_str(run_id)}: `surreal-eval runs list` lists the runs")
     report = report_from_row(db, run_id, row, per_question=per_question, intervals=intervals, questions=questions,
                              scores_only=scores_only, results=results)
-    report.tags = db.value("RETURN fn::seval::run_tags($run)", {"run": run_id})
+    report.tags = tags
     return report
 
 

@@ -250,8 +250,9 @@ class Database:
             raise failures[0]
         return results
 
-    def atomic(self, sql: str, params: dict[str, Any] | None = None) -> list[Any]:
-        """Run `sql` as one transaction (BEGIN and COMMIT are added here): all of it applies, or none.
+    def atomic(self, sql: str, params: dict[str, Any] | None = None, *, meanwhile: Callable[[], None] | None = None) -> list[Any]:
+        """Run `sql` as one transaction (BEGIN and COMMIT are added here): all of it applies, or none (`meanwhile`:
+        as `query`).
 
         On failure the error is the statement that failed, not the engine's notice that the other
         statements were not executed (which is all `query` could report for a transaction).
@@ -270,7 +271,7 @@ class Database:
             return results, failures
 
         try:
-            results, failures = self._wait(frames())
+            results, failures = self._wait(frames(), meanwhile=meanwhile)
         except SurrealError as error:
             raise translate(error, self.settings) from error
         if failures:
