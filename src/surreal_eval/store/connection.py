@@ -251,8 +251,7 @@ class Database:
         return results
 
     def atomic(self, sql: str, params: dict[str, Any] | None = None, *, meanwhile: Callable[[], None] | None = None) -> list[Any]:
-        """Run `sql` as one transaction (BEGIN and COMMIT are added here): all of it applies, or none (`meanwhile`:
-        as `query`).
+        """Run `sql` as one transaction (BEGIN and COMMIT are added here): all of it applies, or none (`meanwhile`: as `query`).
 
         On failure the error is the statement that failed, not the engine's notice that the other
         statements were not executed (which is all `query` could report for a transaction).
