@@ -50,6 +50,17 @@ def test_a_deferred_client_is_the_real_module_at_its_first_use():
     assert seen == {"aiohttp": True, "requests": True, "real": ["module", "module"], "annotation": "aiohttp.ClientSession"}
 
 
+def test_the_clients_and_their_submodules_import_as_usual_after_the_sdk():
+    seen = run_python(
+        "import json, sys\n"
+        "import surreal_eval, surrealdb\n"
+        "import requests.adapters, aiohttp.web\n"
+        "import surrealdb.connections.blocking_http as http_blocking\n"
+        "print(json.dumps({'adapters': requests.adapters.HTTPAdapter.__name__, 'web': aiohttp.web.Application.__name__,\n"
+        "    'same': http_blocking.requests.Session is requests.Session}))\n")
+    assert seen == {"adapters": "HTTPAdapter", "web": "Application", "same": True}
+
+
 def test_a_client_imported_before_the_sdk_is_the_one_the_sdk_holds():
     seen = run_python(
         "import json, requests\n"
