@@ -252,7 +252,7 @@ def test_what_a_load_is_given_to_do_meanwhile_runs_once_as_its_rows_are_committe
     report = load_corpus(seeded, [doc(i) for i in range(4)], meanwhile=meanwhile, progress=lambda step, done, total: steps.append((step, done, total)))
     assert report.loaded == 4 and seen == [("moving into seval_article", 0, 4)]  # the commit of one transaction in flight
     assert seeded.value("RETURN count(SELECT id FROM seval_article WHERE id IN [seval_article:d0, seval_article:d3])") == 2
-    # in parts: as the last of them, which builds the indexes, is committed
+    # in parts: as the transaction closing the move (after the last part) is committed
     monkeypatch.setattr(load_journal, "MOVE_PART", 3)
     steps.clear(), seen.clear()
     load_corpus(seeded, [doc(i) for i in range(10, 17)], meanwhile=meanwhile, progress=lambda step, done, total: steps.append((step, done, total)))

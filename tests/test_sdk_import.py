@@ -31,8 +31,11 @@ def test_importing_the_sdk_after_the_harness_leaves_its_http_clients_unimported(
         "db = connect(Settings(url='mem://'))\n"
         "db.value('RETURN 1')\n"
         "db.close()\n"
-        "print(json.dumps({name: name in sys.modules for name in ('aiohttp', 'requests', 'surrealdb')}))\n")
-    assert seen == {"aiohttp": False, "requests": False, "surrealdb": True}
+        "import inspect, surrealdb\n"
+        "loaders = [type(surrealdb.__loader__).__name__, type(surrealdb.__spec__.loader).__name__, 'AsyncSurreal' in inspect.getsource(surrealdb)]\n"
+        "print(json.dumps({**{name: name in sys.modules for name in ('aiohttp', 'requests', 'surrealdb')}, 'loaders': loaders}))\n")
+    # and the package, once imported, holds its own loader: its source and resources read as usual
+    assert seen == {"aiohttp": False, "requests": False, "surrealdb": True, "loaders": ["SourceFileLoader", "SourceFileLoader", True]}
 
 
 def test_a_deferred_client_is_the_real_module_at_its_first_use():

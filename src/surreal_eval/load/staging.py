@@ -82,8 +82,8 @@ class LoadOptions(TypedDict, total=False):
     (None: such rows are refused), `progress(step, done, total)`, whether to import a missing harness
     (`create_harness`, default True; False makes a missing harness a ConfigError), what an id on two rows does
     (`on_duplicate`: 'refuse', the default, or keep the 'first' or the 'last') and `meanwhile()`: work done in the
-    caller's thread while the engine commits the rows moved into place (the CLI makes ready what evaluates after an
-    ingest: move.move_all)."""
+    caller's thread while the engine commits the move (its one transaction, or the one closing its parts: the CLI makes
+    ready what evaluates after an ingest; move.move_all)."""
 
     batch_size: int
     embedder: Embedder | None

@@ -73,6 +73,10 @@ class _DeferringLoader(importlib.abc.Loader):
             for name in standing:
                 if is_deferred(sys.modules.get(name)):
                     del sys.modules[name]
+            # imported, the package holds its own loader again (its source, its resources, a reload)
+            module.__loader__ = self._loader
+            if module.__spec__ is not None:
+                module.__spec__.loader = self._loader
 
 
 class _SdkFinder(importlib.abc.MetaPathFinder):
