@@ -134,12 +134,6 @@ def rankings(db: Database, run: str, names: Iterable[str], questions: Iterable[s
     return by_retriever(db.value(*rankings_call(run, names, questions)))
 
 
-def rankings_of(db: Database, runs: Sequence[str], names: Iterable[str], questions: Iterable[str] | None = None) -> list[dict[str, dict[str, list[str]]]]:
-    """`rankings` of each run of `runs`, read side by side (the engine reads each on a core of its own)."""
-    names, questions = list(names), None if questions is None else list(questions)
-    return [by_retriever(done[-1]) for done in db.query_many([rankings_call(run, names, questions) for run in runs], concurrency=len(runs))]
-
-
 def rankings_call(run: str, names: Iterable[str], questions: Iterable[str] | None) -> tuple[str, dict[str, Any]]:
     """The statement that reads `rankings` of `run` (what `by_retriever` takes), for a caller that reads it beside others."""
     return ("RETURN fn::seval::run_rankings($run, $names, $questions)",

@@ -24,7 +24,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-__all__ = ["DEFERRED", "FORWARD_REFERENCES", "defer_http_clients", "is_deferred"]
+__all__ = ["DEFERRED", "FORWARD_REFERENCES", "defer_http_clients"]
 
 #: The modules the SDK imports for its HTTP connections, left unimported until used.
 DEFERRED = ("aiohttp", "requests")
@@ -47,11 +47,6 @@ class _StandIn(ModuleType):
         return getattr(importlib.import_module(self.__name__), name)
 
 
-def is_deferred(module: object) -> bool:
-    """Whether `module` is a stand-in for a module not imported yet."""
-    return isinstance(module, _StandIn)
-
-
 class _DeferringLoader(importlib.abc.Loader):
     """The SDK package's own loader, run with stand-ins for the HTTP clients not imported yet."""
 
@@ -71,7 +66,7 @@ class _DeferringLoader(importlib.abc.Loader):
         finally:
             _importing.sdk = False
             for name in standing:
-                if is_deferred(sys.modules.get(name)):
+                if isinstance(sys.modules.get(name), _StandIn):
                     del sys.modules[name]
             # imported, the package holds its own loader again (its source, its resources, a reload)
             module.__loader__ = self._loader
